@@ -1,0 +1,43 @@
+// Sums the vitest JSON reports of every package into the closing line
+// `tests: N passed, N failed[, N skipped]`, and decides the test command's exit status.
+// usage: node tools/test-summary.ts <report-dir> <turbo-exit-status> <seconds> [failed step …]
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+interface VitestJsonReport {
+  success: boolean;
+  numTotalTests: number;
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+  numFailedTestSuites: number;
+}
+
+const [reportDir = '.reports/vitest', turboStatus = '0', seconds = '0', ...failedSteps] = process.argv.slice(2);
+const reports = existsSync(reportDir) ? readdirSync(reportDir).filter((f) => f.endsWith('.json')).sort() : [];
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+let brokenSuites = 0;
+const rows: string[] = [];
+for (const file of reports) {
+  const report = JSON.parse(readFileSync(path.join(reportDir, file), 'utf8')) as VitestJsonReport;
+  passed += report.numPassedTests;
+  failed += report.numFailedTests;
+  skipped += report.numPendingTests + report.numTodoTests;
+  // A test file that failed to load counts no test but fails its suite.
+  if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) brokenSuites += report.numFailedTestSuites;
+  const name = file.replace(/\.json$/, '').replace('__', '/');
+  rows.push(`  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped`);
+}
+
+console.log(`\n==> summary (${seconds} s)`);
+if (rows.length > 0) console.log(rows.join('\n'));
+const problems = [...failedSteps];
+if (Number(turboStatus) !== 0) problems.push(`a package's test task failed (turbo exit ${turboStatus})`);
+if (brokenSuites > 0) problems.push(`${brokenSuites} test file(s) failed to load`);
+if (passed + failed === 0) problems.push('no test ran');
+for (const p of problems) console.log(`  problem: ${p}`);
+console.log(`tests: ${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
+process.exit(problems.length > 0 || failed > 0 ? 1 : 0);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Berth's test command (the README's): installs what is missing, then checks and tests every package.
+#
+#   1. bootstrap: Node 24, pnpm, dependencies       (tools/bootstrap.sh)
+#   2. a Docker engine that answers                  (tools/docker-engine.sh)
+#   3. the local test images                         (tools/images/build.sh)
+#   4. a Redis server for the worker's queue tests    (tools/redis.sh)
+#   5. the dependency-boundary check                 (tools/deps)
+#   6. typecheck and lint of every package            (turbo)
+#   7. every package's tests, each writing a JSON report; the totals end the output:
+#      `tests: N passed, N failed[, N skipped]`
+#
+# Exits non-zero when any step fails, any test fails, or no test ran.
+# Pass package filters to test fewer packages: tools/test.sh --filter @berth/context
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$BERTH_ROOT"
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 TURBO_NO_UPDATE_NOTIFIER=1
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+step "bootstrap (Node 24, pnpm, dependencies)"
+bash tools/bootstrap.sh || { echo "bootstrap failed: see the lines above" >&2; exit 1; }
+step "Docker engine"
+bash tools/docker-engine.sh || exit 1
+step "test images"
+bash tools/images/build.sh || exit 1
+if [ -f tools/redis.sh ]; then
+  step "Redis"
+  bash tools/redis.sh || exit 1
+fi
+
+failed_steps=()
+step "dependency boundaries"
+node tools/deps/src/cli.ts || failed_steps+=("dependency boundaries")
+
+step "typecheck and lint"
+pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_steps+=("typecheck/lint")
+
+step "tests"
+export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
+rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
+pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
+test_status=$?
+
+node tools/test-summary.ts "$BERTH_TEST_REPORT_DIR" "$test_status" "$(( $(date +%s) - started ))" "${failed_steps[@]}"
