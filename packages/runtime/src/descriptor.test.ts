@@ -1,0 +1,36 @@
+import { describe, expect, it, vi } from 'vitest';
+import { CONTRACT_VERSION, defineRuntime, type RuntimeDescriptor } from './descriptor.ts';
+
+const create: RuntimeDescriptor['create'] = () => Promise.reject(new Error('not used'));
+
+describe('defineRuntime', () => {
+  it('accepts a plugin written for this contract major without a warning', () => {
+    const warn = vi.fn();
+    const descriptor = defineRuntime({ name: 'fake', version: '0.1.0', contract: CONTRACT_VERSION, create }, warn);
+    expect(descriptor.name).toBe('fake');
+    expect(Object.isFrozen(descriptor)).toBe(true);
+    expect(warn).not.toHaveBeenCalled();
+  });
+
+  it('warns, naming the plugin and both versions, when the contract major differs', () => {
+    const warn = vi.fn();
+    defineRuntime({ name: 'old-plugin', version: '3.2.1', contract: '0.9.0', create }, warn);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]?.[0]).toMatch(/runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but @berth\/runtime 1\.\d+\.\d+ is installed/);
+  });
+
+  it('warns through process.emitWarning with a code by default', () => {
+    const emit = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      defineRuntime({ name: 'future', version: '1.0.0', contract: '2.0.0', create });
+      expect(emit).toHaveBeenCalledWith(expect.stringContaining('"future"'), { code: 'BERTH_RUNTIME_CONTRACT' });
+    } finally {
+      emit.mockRestore();
+    }
+  });
+
+  it('refuses a name users could not type and a contract that is not a version', () => {
+    expect(() => defineRuntime({ name: 'My Runtime', version: '1.0.0', contract: '1.0.0', create })).toThrow(/lower-case letters/);
+    expect(() => defineRuntime({ name: 'ok', version: '1.0.0', contract: 'latest', create })).toThrow(/not a version/);
+  });
+});
