@@ -7,3 +7,4 @@ export type { Runtime, RuntimeConfig, RuntimeEvent, ContainerExit, ContainerStat
 export { RuntimeError, isRuntimeError, type RuntimeErrorCode, type RuntimeErrorOptions } from './errors.ts';
 export { CONTRACT_VERSION, defineRuntime, type RuntimeDescriptor, type ContractWarning } from './descriptor.ts';
 export { LABELS, labelValue, resourceLabels } from './labels.ts';
+export { isPrivilegedImage } from './privileged.ts';
