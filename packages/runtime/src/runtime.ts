@@ -71,6 +71,12 @@ export interface RuntimeConfig {
   volumes?: string[];
   /** Where the build's workspace volume is mounted; `/vela` by default. */
   workspacePath?: string;
+  /**
+   * A host directory to mount as the workspace instead of a per-build volume (`berth exec` runs
+   * a pipeline on the current directory). Runtimes that cannot mount host paths (Kubernetes)
+   * reject it with `InvalidConfig` at create.
+   */
+  workspaceHostPath?: string;
   /** How long a stop waits after SIGTERM before SIGKILL; 10 000 ms by default. */
   stopGraceMs?: number;
   /** Receives pull progress and orchestrator notices. Must not throw; it is called synchronously. */
