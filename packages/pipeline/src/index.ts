@@ -3,3 +3,9 @@
  * scripts, and a compiler for Vela pipeline files.
  */
 export * from './model.ts';
+export * from './ids.ts';
+export * from './glob.ts';
+export * from './ruleset.ts';
+export * from './script.ts';
+export * from './environment.ts';
+export * from './image.ts';
