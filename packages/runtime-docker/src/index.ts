@@ -1,1 +1,79 @@
-export {};
+/**
+ * @berth/runtime-docker — the Berth runtime plugin for the Docker engine (through dockerode).
+ *
+ * @packageDocumentation
+ */
+import { createRequire } from 'node:module';
+import type { Context } from '@berth/context';
+import { CONTRACT_VERSION, defineRuntime, type Runtime, type RuntimeConfig, type RuntimeDescriptor } from '@berth/runtime';
+import { engineCall } from './call.ts';
+import { connect, type DockerConnectionOptions } from './connection.ts';
+import { RUNTIME_NAME, runtimeError } from './errors.ts';
+import { type ContainerLimits, DockerRuntime } from './runtime.ts';
+import { parseVolumeAllowlist } from './volumes.ts';
+
+export { DockerLogDemuxer, type DockerLogDemuxerOptions } from './demux.ts';
+export { type ContainerLimits, DEFAULT_STOP_GRACE_MS, DEFAULT_WORKSPACE_PATH, DockerRuntime, engineName } from './runtime.ts';
+export type { DockerConnectionOptions } from './connection.ts';
+
+/** Options of {@link dockerRuntime}: where the engine is, and the limits every container gets. */
+export interface DockerRuntimeOptions extends DockerConnectionOptions, ContainerLimits {
+  /**
+   * SIGTERM to SIGKILL when a container is removed while it runs, in ms (10 000 by default).
+   * The worker's `RuntimeConfig.stopGraceMs` wins when set. The engine counts whole seconds: rounded up.
+   */
+  stopGraceMs?: number;
+}
+
+/** dockerode's `ping` accepts options, though its typings say otherwise. */
+interface Pingable {
+  ping(options: { abortSignal: AbortSignal }): Promise<unknown>;
+}
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+/**
+ * The Docker runtime plugin: register the descriptor with the worker, which calls `create`.
+ *
+ * @example
+ * const runtime = await dockerRuntime({ memoryBytes: 2 ** 30, dropCapabilities: ['NET_RAW'] })
+ *   .create(ctx, { workerId: 'worker-1', privilegedImages: ['target/vela-docker'] });
+ *
+ * Gotcha: `create` pings the engine and rejects `Unavailable` when it does not answer; the
+ * connection comes from the options, else `DOCKER_HOST`, else `/var/run/docker.sock`.
+ */
+export function dockerRuntime(options: DockerRuntimeOptions = {}): RuntimeDescriptor {
+  return defineRuntime({
+    name: RUNTIME_NAME,
+    version,
+    contract: CONTRACT_VERSION,
+    create: (ctx, config) => createDockerRuntime(ctx, config, options),
+  });
+}
+
+async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options: DockerRuntimeOptions): Promise<Runtime> {
+  const where = { operation: 'create' };
+  if (!config.workerId) throw runtimeError('InvalidConfig', 'the worker id is empty; every resource is labelled with it', where);
+  let allowlist;
+  try {
+    allowlist = parseVolumeAllowlist(config.volumes ?? []);
+  } catch (error) {
+    throw runtimeError('InvalidConfig', `bad volume allowlist: ${(error as Error).message}`, where, error);
+  }
+  for (const [key, value] of [['cpus', options.cpus], ['memoryBytes', options.memoryBytes], ['pidsLimit', options.pidsLimit], ['stopGraceMs', options.stopGraceMs ?? config.stopGraceMs]] as const) {
+    if (value !== undefined && !(Number.isFinite(value) && value >= 0)) throw runtimeError('InvalidConfig', `${key} must be a non-negative number; got ${String(value)}`, where);
+  }
+  let connection;
+  try {
+    connection = connect(options);
+  } catch (error) {
+    throw runtimeError('InvalidConfig', (error as Error).message, where, error);
+  }
+  try {
+    await engineCall(ctx, where, connection.engine, (signal) => (connection.docker as unknown as Pingable).ping({ abortSignal: signal }));
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
+  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs);
+}

@@ -1,0 +1,685 @@
+import type { Readable } from 'node:stream';
+import { afterFunc, type Context } from '@berth/context';
+import type { Build, Container } from '@berth/pipeline';
+import {
+  type ContainerExit,
+  type ContainerStatus,
+  isPrivilegedImage,
+  isRuntimeError,
+  LABELS,
+  labelValue,
+  type ReapReport,
+  resourceLabels,
+  type Runtime,
+  type RuntimeConfig,
+  RuntimeError,
+  type RuntimeEvent,
+} from '@berth/runtime';
+import type Docker from 'dockerode';
+import { engineCall } from './call.ts';
+import type { EngineConnection } from './connection.ts';
+import { DockerLogDemuxer } from './demux.ts';
+import { contextError, type EngineDescription, engineMessage, isUnavailable, RUNTIME_NAME, runtimeError, statusOf, toRuntimeError, type Where } from './errors.ts';
+import { type ResolvedImage, resolveImage } from './image-ref.ts';
+import { pullImage } from './pull.ts';
+import { type AllowedVolume, type BindMount, resolveBindMounts } from './volumes.ts';
+
+/** Resource limits and hardening applied to every container, from the plugin's options. */
+export interface ContainerLimits {
+  /** CPUs per container (`HostConfig.NanoCpus`), e.g. `1.5`. */
+  cpus?: number;
+  /** Memory per container in bytes (`HostConfig.Memory`). */
+  memoryBytes?: number;
+  /** Capabilities dropped from every container (`HostConfig.CapDrop`), e.g. `['NET_RAW']`. */
+  dropCapabilities?: string[];
+  /** Maximum number of processes per container (`HostConfig.PidsLimit`). */
+  pidsLimit?: number;
+}
+
+/** docker-modem's request function (untyped in @types/dockerode). */
+interface Dialer {
+  dial(options: object, callback: (error: Error | null, data: unknown) => void): void;
+}
+
+/** dockerode methods whose typings omit the options object they accept. */
+interface InspectableWithSignal {
+  inspect(options: { abortSignal: AbortSignal }): Promise<unknown>;
+}
+
+/** What the runtime keeps about a container between calls. */
+interface ContainerRecord {
+  /** The engine's container name. */
+  readonly name: string;
+  readonly buildId: string;
+  /** The create request, kept until the container exists (creation waits for the pull with `on_start`). */
+  body: Record<string, unknown> | undefined;
+  created: boolean;
+  /** The exit, subscribed before start; settles when the container ends. */
+  exit: Promise<{ StatusCode: number; Error?: { Message?: string } | null }> | undefined;
+  /** Aborts the exit subscription (on remove, on close). */
+  waitController: AbortController | undefined;
+}
+
+const KNOWN_ULIMITS = new Set(['core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack']);
+
+/** The workspace mount point when the worker configures none (Vela's `/vela`). */
+export const DEFAULT_WORKSPACE_PATH = '/vela';
+/** SIGTERM to SIGKILL, when neither the worker nor the plugin options say otherwise. */
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+
+/** A name the engine accepts for a container, network or volume: `[a-zA-Z0-9][a-zA-Z0-9_.-]*`. Valid ids are kept as they are. */
+export function engineName(id: string): string {
+  const clean = id.replace(/[^a-zA-Z0-9_.-]/g, '-');
+  return /^[a-zA-Z0-9]/.test(clean) ? clean : `x${clean}`;
+}
+
+/**
+ * The Runtime contract on the Docker engine, as Vela's Docker runtime does it: one bridge network
+ * and one volume per build, named after the build; one container per step or service, named after
+ * its id, reachable on the network by its name.
+ */
+export class DockerRuntime implements Runtime {
+  readonly name = RUNTIME_NAME;
+  readonly #docker: Docker;
+  readonly #engine: EngineDescription;
+  readonly #connection: EngineConnection;
+  readonly #config: RuntimeConfig;
+  readonly #limits: ContainerLimits;
+  readonly #allowlist: readonly AllowedVolume[];
+  readonly #stopGraceMs: number;
+  readonly #workspacePath: string;
+  readonly #containers = new Map<string, ContainerRecord>();
+  /** Builds whose network / volume this runtime created: containers join or mount only those. */
+  readonly #networks = new Set<string>();
+  readonly #volumes = new Set<string>();
+  #closed = false;
+
+  constructor(connection: EngineConnection, config: RuntimeConfig, allowlist: readonly AllowedVolume[], limits: ContainerLimits, stopGraceMs: number | undefined) {
+    this.#connection = connection;
+    this.#docker = connection.docker;
+    this.#engine = connection.engine;
+    this.#config = config;
+    this.#allowlist = allowlist;
+    this.#limits = limits;
+    this.#stopGraceMs = config.stopGraceMs ?? stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+    this.#workspacePath = config.workspacePath || DEFAULT_WORKSPACE_PATH;
+  }
+
+  // ---- build -------------------------------------------------------------------------------
+
+  async inspectBuild(ctx: Context, build: Build): Promise<string> {
+    const where = { operation: 'inspectBuild', subject: build.id };
+    const containers = await this.#call(ctx, where, (signal) =>
+      this.#docker.listContainers({ all: true, filters: { label: this.#buildFilter(build.id) }, abortSignal: signal }),
+    );
+    const lines = [`$ docker ps -a --filter label=${LABELS.build}=${labelValue(build.id)}`];
+    lines.push(`network ${engineName(build.id)}, volume ${engineName(build.id)} mounted at ${this.#workspacePath}`);
+    for (const c of containers) lines.push(`${c.Names[0]?.replace(/^\//, '') ?? c.Id} ${c.Image} ${c.State}`);
+    return `${lines.join('\n')}\n`;
+  }
+
+  async setupBuild(ctx: Context, build: Build): Promise<void> {
+    // Nothing precedes containers on Docker (Vela: a no-op); still honour a done ctx.
+    if (ctx.signal.aborted) throw contextError(ctx, { operation: 'setupBuild', subject: build.id });
+    return Promise.resolve();
+  }
+
+  async assembleBuild(ctx: Context, build: Build): Promise<void> {
+    if (ctx.signal.aborted) throw contextError(ctx, { operation: 'assembleBuild', subject: build.id });
+    return Promise.resolve();
+  }
+
+  async removeBuild(ctx: Context, build: Build): Promise<void> {
+    const where = { operation: 'removeBuild', subject: build.id };
+    const containers = await this.#call(ctx, where, (signal) =>
+      this.#docker.listContainers({ all: true, filters: { label: this.#buildFilter(build.id) }, abortSignal: signal }),
+    );
+    for (const c of containers) await this.#forceRemoveContainer(ctx, where, c.Id);
+    for (const [id, record] of this.#containers) {
+      if (record.buildId === build.id) this.#forget(id);
+    }
+    await this.#removeNetworkNamed(ctx, where, engineName(build.id));
+    await this.#removeVolumeNamed(ctx, where, engineName(build.id));
+    this.#networks.delete(build.id);
+    this.#volumes.delete(build.id);
+  }
+
+  // ---- container ---------------------------------------------------------------------------
+
+  async setupContainer(ctx: Context, container: Container, build: Build): Promise<void> {
+    const where = { operation: 'setupContainer', subject: container.id };
+    const image = this.#resolve(container, where);
+    const body = this.#createBody(container, build, image, where);
+    switch (container.pull) {
+      case 'always':
+        await this.#pull(ctx, where, container, image, build.id);
+        break;
+      case 'never':
+        if (!(await this.#imageExists(ctx, where, image))) {
+          throw runtimeError('ImageNotFound', `image "${image.reference}" not found locally and pull policy is "never"`, where);
+        }
+        break;
+      case 'on_start':
+        break;
+      default:
+        if (!(await this.#imageExists(ctx, where, image))) await this.#pull(ctx, where, container, image, build.id);
+    }
+    const record: ContainerRecord = { name: engineName(container.id), buildId: build.id, body, created: false, exit: undefined, waitController: undefined };
+    this.#containers.set(container.id, record);
+    // With on_start the image is pulled by runContainer, so the container is created there.
+    if (container.pull !== 'on_start') await this.#create(ctx, where, record);
+  }
+
+  async runContainer(ctx: Context, container: Container, build: Build): Promise<void> {
+    const where = { operation: 'runContainer', subject: container.id };
+    let record = this.#containers.get(container.id);
+    if (!record) {
+      const image = this.#resolve(container, where);
+      record = { name: engineName(container.id), buildId: build.id, body: this.#createBody(container, build, image, where), created: false, exit: undefined, waitController: undefined };
+      this.#containers.set(container.id, record);
+    }
+    if (container.pull === 'on_start') await this.#pull(ctx, where, container, this.#resolve(container, where), build.id);
+    if (!record.created) await this.#create(ctx, where, record);
+
+    // Subscribe to the exit before starting (a container that ends at once is not missed; dockerode 582).
+    record.waitController?.abort();
+    const controller = new AbortController();
+    record.waitController = controller;
+    const stop = afterFunc(ctx, () => controller.abort(ctx.signal.reason));
+    let exit: NonNullable<ContainerRecord['exit']>;
+    try {
+      ({ exit } = await this.#call(ctx, where, () => this.#subscribeExit(record.name, controller.signal)));
+    } catch (error) {
+      controller.abort();
+      throw error;
+    } finally {
+      stop();
+    }
+    exit.catch(() => undefined);
+    try {
+      await this.#call(ctx, where, (signal) => this.#docker.getContainer(record.name).start({ abortSignal: signal }), undefined, (error) => {
+        const status = statusOf(error);
+        if (status === 304) return null; // already started
+        if (status === 404 && /no such container/i.test(engineMessage(error))) return undefined;
+        if (status !== undefined) return runtimeError('ContainerFailed', `the container could not be started: ${engineMessage(error)}`, where, error);
+        return undefined;
+      });
+    } catch (error) {
+      controller.abort();
+      record.waitController = undefined;
+      throw error;
+    }
+    record.exit = exit;
+  }
+
+  async inspectContainer(ctx: Context, container: Container): Promise<ContainerStatus> {
+    const where = { operation: 'inspectContainer', subject: container.id };
+    const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(this.#nameOf(container)).inspect({ abortSignal: signal }));
+    const state = info.State;
+    if (state.Running || state.Paused || state.Restarting) return { state: 'running' };
+    if (state.Status === 'created') return { state: 'created' };
+    const reason = state.OOMKilled ? 'OOMKilled' : state.Error ? state.Error : state.ExitCode === 0 ? 'Completed' : 'Error';
+    return { state: 'exited', exitCode: state.ExitCode, reason };
+  }
+
+  async waitContainer(ctx: Context, container: Container): Promise<ContainerExit> {
+    const where = { operation: 'waitContainer', subject: container.id };
+    const record = this.#containers.get(container.id);
+    const name = this.#nameOf(container);
+    let statusCode: number;
+    if (record?.exit) {
+      const result = await this.#call(ctx, where, () => record.exit!, undefined, (error) =>
+        isUnavailable(error)
+          ? runtimeError(
+              'Unavailable',
+              `lost the Docker engine while waiting for the container to end: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}; the container's state is unknown (dockerd without live-restore stops containers when it restarts).`,
+              where,
+              error,
+            )
+          : undefined,
+      );
+      statusCode = result.StatusCode;
+    } else {
+      // Not started by this runtime (or the subscription is gone): ask the engine.
+      const status = await this.inspectContainer(ctx, container).catch((error: unknown) => {
+        throw error instanceof RuntimeError ? new RuntimeError(error.code, error.detail, { runtime: RUNTIME_NAME, ...where, cause: error }) : error;
+      });
+      if (status.state === 'exited') return { exitCode: status.exitCode ?? 0, ...(status.reason ? { reason: status.reason } : {}) };
+      if (status.state === 'created') {
+        throw runtimeError('ContainerFailed', 'the container was created but never started; call runContainer first', where);
+      }
+      const result = (await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).wait({ condition: 'not-running', abortSignal: signal }))) as { StatusCode: number };
+      statusCode = result.StatusCode;
+    }
+    // The exit code alone does not say OOM: ask, best effort.
+    let reason = statusCode === 0 ? 'Completed' : 'Error';
+    try {
+      const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).inspect({ abortSignal: signal }));
+      if (info.State.OOMKilled) reason = 'OOMKilled';
+    } catch (error) {
+      if (ctx.signal.aborted) throw contextError(ctx, where, error);
+    }
+    return { exitCode: statusCode, reason };
+  }
+
+  async tailContainer(ctx: Context, container: Container): Promise<Readable> {
+    const where = { operation: 'tailContainer', subject: container.id };
+    const source = (await this.#call(ctx, where, (signal) =>
+      this.#docker.getContainer(this.#nameOf(container)).logs({ follow: true, stdout: true, stderr: true, abortSignal: signal }),
+    )) as unknown as Readable;
+    const logs = new DockerLogDemuxer(source, {
+      mapError: (error) =>
+        isUnavailable(error) && !ctx.signal.aborted
+          ? runtimeError('Unavailable', `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}.`, where, error)
+          : toRuntimeError(error, ctx, where, this.#engine),
+    });
+    const stop = afterFunc(ctx, () => logs.destroy(contextError(ctx, where)));
+    logs.once('close', () => stop());
+    return logs;
+  }
+
+  async removeContainer(ctx: Context, container: Container): Promise<void> {
+    const where = { operation: 'removeContainer', subject: container.id };
+    const name = this.#nameOf(container);
+    const handle = this.#docker.getContainer(name);
+    const graceSeconds = Math.ceil(this.#stopGraceMs / 1000);
+    // SIGTERM, the grace, then SIGKILL: the engine's stop does exactly that.
+    let gone = false;
+    try {
+      await this.#call(ctx, where, (signal) => handle.stop({ t: graceSeconds, abortSignal: signal }), undefined, (error) =>
+        statusOf(error) === 304 ? null : undefined,
+      );
+    } catch (error) {
+      if (!isRuntimeError(error, 'NotFound')) throw error;
+      gone = true;
+    }
+    if (!gone) await this.#forceRemoveContainer(ctx, where, name);
+    this.#forget(container.id);
+  }
+
+  // ---- image -------------------------------------------------------------------------------
+
+  async createImage(ctx: Context, container: Container): Promise<void> {
+    const where = { operation: 'createImage', subject: container.id };
+    const image = this.#resolve(container, where);
+    await this.#pull(ctx, where, container, image, this.#containers.get(container.id)?.buildId ?? '');
+  }
+
+  async inspectImage(ctx: Context, container: Container): Promise<string> {
+    const where = { operation: 'inspectImage', subject: container.id };
+    const header = `$ docker image inspect ${container.image}\n`;
+    if (container.pull === 'on_start') return `${header}skipped for container ${container.id} due to pull policy on_start\n`;
+    const image = this.#resolve(container, where);
+    const info = await this.#call(ctx, where, (signal) => this.#imageInspect(image.reference, signal), { 404: 'ImageNotFound' });
+    const created = info.Created ? ` created ${info.Created}` : '';
+    return `${header}${info.Id} ${image.reference} ${formatBytes(info.Size)}${created}\n`;
+  }
+
+  // ---- network -----------------------------------------------------------------------------
+
+  async createNetwork(ctx: Context, build: Build): Promise<void> {
+    const where = { operation: 'createNetwork', subject: build.id };
+    await this.#call(ctx, where, (signal) =>
+      this.#docker.createNetwork({
+        Name: engineName(build.id),
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Labels: resourceLabels(this.#config.workerId, build.id),
+        abortSignal: signal,
+      }),
+    );
+    this.#networks.add(build.id);
+  }
+
+  async inspectNetwork(ctx: Context, build: Build): Promise<string> {
+    const where = { operation: 'inspectNetwork', subject: build.id };
+    const name = engineName(build.id);
+    const info = (await this.#call(ctx, where, (signal) => (this.#docker.getNetwork(name) as unknown as InspectableWithSignal).inspect({ abortSignal: signal }))) as { Id: string; Driver: string };
+    return `$ docker network inspect ${name}\n${info.Id} (${info.Driver})\n`;
+  }
+
+  async removeNetwork(ctx: Context, build: Build): Promise<void> {
+    await this.#removeNetworkNamed(ctx, { operation: 'removeNetwork', subject: build.id }, engineName(build.id));
+    this.#networks.delete(build.id);
+  }
+
+  // ---- volume ------------------------------------------------------------------------------
+
+  async createVolume(ctx: Context, build: Build): Promise<void> {
+    const where = { operation: 'createVolume', subject: build.id };
+    await this.#call(ctx, where, (signal) =>
+      this.#docker.createVolume({ Name: engineName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id), abortSignal: signal }),
+    );
+    this.#volumes.add(build.id);
+  }
+
+  async inspectVolume(ctx: Context, build: Build): Promise<string> {
+    const where = { operation: 'inspectVolume', subject: build.id };
+    const name = engineName(build.id);
+    const info = (await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).inspect({ abortSignal: signal }))) as { Name: string; Driver: string; Mountpoint: string };
+    return `$ docker volume inspect ${name}\n${info.Name} (${info.Driver}) at ${info.Mountpoint}, mounted in containers at ${this.#workspacePath}\n`;
+  }
+
+  async removeVolume(ctx: Context, build: Build): Promise<void> {
+    await this.#removeVolumeNamed(ctx, { operation: 'removeVolume', subject: build.id }, engineName(build.id));
+    this.#volumes.delete(build.id);
+  }
+
+  // ---- worker ------------------------------------------------------------------------------
+
+  async reap(ctx: Context, owner: string, keep: ReadonlySet<string> = new Set()): Promise<ReapReport> {
+    const where = { operation: 'reap', subject: owner };
+    const kept = new Set([...keep].map((id) => labelValue(id)));
+    const filters = { label: [`${LABELS.worker}=${labelValue(owner)}`] };
+    const reaped = (labels: Record<string, string> | null | undefined): boolean => !kept.has(labels?.[LABELS.build] ?? '');
+    const report: ReapReport = { containers: [], networks: [], volumes: [], pods: [] };
+
+    const containers = await this.#call(ctx, where, (signal) => this.#docker.listContainers({ all: true, filters, abortSignal: signal }));
+    for (const c of containers.filter((c) => reaped(c.Labels))) {
+      await this.#forceRemoveContainer(ctx, where, c.Id);
+      report.containers.push(c.Names[0]?.replace(/^\//, '') ?? c.Id);
+    }
+    const networks = await this.#call(ctx, where, (signal) => this.#docker.listNetworks({ filters, abortSignal: signal }));
+    for (const n of networks.filter((n) => reaped(n.Labels))) {
+      await this.#removeNetworkNamed(ctx, where, n.Id);
+      report.networks.push(n.Name);
+    }
+    const volumes = await this.#call(ctx, where, (signal) => this.#docker.listVolumes({ filters, abortSignal: signal }));
+    for (const v of (volumes.Volumes ?? []).filter((v) => reaped(v.Labels))) {
+      await this.#removeVolumeNamed(ctx, where, v.Name);
+      report.volumes.push(v.Name);
+    }
+    return report;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const id of [...this.#containers.keys()]) this.#forget(id);
+    this.#connection.close();
+    return Promise.resolve();
+  }
+
+  // ---- helpers -----------------------------------------------------------------------------
+
+  /** Removes a network by name or id; a missing one is not an error. */
+  async #removeNetworkNamed(ctx: Context, where: Where, name: string): Promise<void> {
+    await this.#call(ctx, where, (signal) => this.#docker.getNetwork(name).remove({ abortSignal: signal }), undefined, (error) => (statusOf(error) === 404 ? null : undefined));
+  }
+
+  /** Removes a volume by name; a missing one is not an error. */
+  async #removeVolumeNamed(ctx: Context, where: Where, name: string): Promise<void> {
+    await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).remove({ abortSignal: signal }), { 409: 'Internal' }, (error) =>
+      statusOf(error) === 404 ? null : undefined,
+    );
+  }
+
+  async #forceRemoveContainer(ctx: Context, where: Where, name: string): Promise<void> {
+    await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).remove({ v: true, force: true, abortSignal: signal }), undefined, (error) => {
+      const status = statusOf(error);
+      if (status === 404) return null;
+      if (status === 409 && /already in progress/i.test(engineMessage(error))) return null;
+      return undefined;
+    });
+  }
+
+  /**
+   * One engine call under ctx. `translate` sees raw engine errors first: it returns `null` to
+   * swallow the error (the call then resolves with `undefined`), a RuntimeError to throw, or
+   * `undefined` to fall back to the generic mapping.
+   */
+  async #call<T>(
+    ctx: Context,
+    where: Where,
+    fn: (signal: AbortSignal) => Promise<T>,
+    overrides?: Parameters<typeof engineCall>[4],
+    translate?: (error: unknown) => RuntimeError | null | undefined,
+  ): Promise<T> {
+    if (this.#closed) throw runtimeError('Unavailable', 'the runtime was closed', where);
+    if (!translate) return engineCall(ctx, where, this.#engine, fn, overrides);
+    return engineCall(
+      ctx,
+      where,
+      this.#engine,
+      async (signal) => {
+        try {
+          return await fn(signal);
+        } catch (error) {
+          if (signal.aborted) throw error;
+          const translated = translate(error);
+          if (translated === null) return undefined as T;
+          if (translated) throw translated;
+          throw error;
+        }
+      },
+      overrides,
+    );
+  }
+
+  #buildFilter(buildId: string): string[] {
+    return [`${LABELS.worker}=${labelValue(this.#config.workerId)}`, `${LABELS.build}=${labelValue(buildId)}`];
+  }
+
+  #nameOf(container: Container): string {
+    return this.#containers.get(container.id)?.name ?? engineName(container.id);
+  }
+
+  #forget(id: string): void {
+    const record = this.#containers.get(id);
+    record?.waitController?.abort();
+    this.#containers.delete(id);
+  }
+
+  #resolve(container: Container, where: Where): ResolvedImage {
+    try {
+      return resolveImage(container.image);
+    } catch (error) {
+      throw runtimeError('InvalidConfig', `image ${JSON.stringify(container.image)} is not a valid image reference: ${error instanceof Error ? error.message : String(error)}`, where, error);
+    }
+  }
+
+  #emit(event: RuntimeEvent): void {
+    try {
+      this.#config.onEvent?.(event);
+    } catch {
+      // onEvent must not throw; if it does, the build goes on.
+    }
+  }
+
+  async #pull(ctx: Context, where: Where, container: Container, image: ResolvedImage, buildId: string): Promise<void> {
+    this.#emit({ type: 'notice', buildId, containerId: container.id, reason: 'Pulling', message: `pulling image ${image.reference}` });
+    await pullImage(ctx, this.#docker, this.#engine, where, image, (progress) =>
+      this.#emit({
+        type: 'pull',
+        buildId,
+        containerId: container.id,
+        image: image.reference,
+        status: progress.id ? `${progress.id}: ${progress.status}` : progress.status,
+        ...(progress.current !== undefined ? { current: progress.current } : {}),
+        ...(progress.total !== undefined ? { total: progress.total } : {}),
+      }),
+    );
+  }
+
+  async #imageExists(ctx: Context, where: Where, image: ResolvedImage): Promise<boolean> {
+    const found = await this.#call(
+      ctx,
+      where,
+      async (signal) => {
+        await this.#imageInspect(image.reference, signal);
+        return true;
+      },
+      undefined,
+      (error) => (statusOf(error) === 404 ? null : undefined),
+    );
+    return found === true;
+  }
+
+  /** `GET /images/{name}/json` with the signal (dockerode's `Image.inspect` drops `abortSignal`). */
+  #imageInspect(reference: string, signal: AbortSignal): Promise<{ Id: string; Size: number; Created?: string }> {
+    return new Promise((resolve, reject) => {
+      (this.#docker.modem as Dialer).dial(
+        {
+          path: `/images/${encodeURIComponent(reference)}/json`,
+          method: 'GET',
+          abortSignal: signal,
+          statusCodes: { 200: true, 404: 'no such image', 500: 'server error' },
+        },
+        (error, data) => (error ? reject(error) : resolve(data as { Id: string; Size: number })),
+      );
+    });
+  }
+
+  /**
+   * Opens `POST /containers/{name}/wait?condition=next-exit` and resolves once the engine answered
+   * with its headers — which it sends only after the wait is registered — with a promise of the
+   * exit. Starting the container after that cannot miss the exit.
+   */
+  #subscribeExit(name: string, signal: AbortSignal): Promise<{ exit: NonNullable<ContainerRecord['exit']> }> {
+    return new Promise((resolve, reject) => {
+      (this.#docker.modem as Dialer).dial(
+        {
+          path: `/containers/${encodeURIComponent(name)}/wait?`,
+          method: 'POST',
+          options: { condition: 'next-exit' },
+          abortSignal: signal,
+          isStream: true,
+          statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container', 500: 'server error' },
+        },
+        (error, response) => {
+          if (error) {
+            reject(error);
+            return;
+          }
+          const stream = response as Readable;
+          // Wrapped: resolving with the promise itself would wait for the exit.
+          resolve({ exit: readExit(stream, signal) });
+        },
+      );
+    });
+  }
+
+  #createBody(container: Container, build: Build, image: ResolvedImage, where: Where): Record<string, unknown> {
+    const { mounts, refused } = resolveBindMounts(container.volumes, this.#allowlist);
+    if (refused.length > 0) {
+      const list = refused.map((v) => `${v.source}:${v.destination}${v.access_mode ? `:${v.access_mode}` : ''}`).join(', ');
+      throw runtimeError(
+        'InvalidConfig',
+        `volume ${list} is not allowed on this worker: only host paths in the operator's volume allowlist (VELA_RUNTIME_VOLUMES) may be mounted`,
+        where,
+      );
+    }
+    for (const ulimit of container.ulimits) {
+      if (!KNOWN_ULIMITS.has(ulimit.name)) {
+        throw runtimeError('InvalidConfig', `ulimit ${JSON.stringify(ulimit.name)} is unknown; use one of ${[...KNOWN_ULIMITS].join(', ')}`, where);
+      }
+      if (ulimit.hard !== 0 && ulimit.soft > ulimit.hard) {
+        throw runtimeError('InvalidConfig', `ulimit ${ulimit.name}: soft limit ${ulimit.soft} is above hard limit ${ulimit.hard}`, where);
+      }
+    }
+    const privileged = isPrivilegedImage(container.image, this.#config.privilegedImages);
+    if (container.privileged && !privileged) {
+      this.#emit({
+        type: 'notice',
+        buildId: build.id,
+        containerId: container.id,
+        reason: 'NotPrivileged',
+        message: `image ${image.reference} is not in the worker's privileged images, so the container runs unprivileged`,
+      });
+    }
+    const workspace: Record<string, unknown>[] = this.#volumes.has(build.id)
+      ? [{ Type: 'volume', Source: engineName(build.id), Target: this.#workspacePath }]
+      : [];
+    const hostConfig: Record<string, unknown> = {
+      LogConfig: { Type: 'json-file', Config: {} },
+      Privileged: privileged,
+      Mounts: [...workspace, ...(mounts satisfies BindMount[])],
+      Ulimits: container.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard || u.soft })),
+      ...(this.#limits.dropCapabilities?.length ? { CapDrop: this.#limits.dropCapabilities } : {}),
+      ...(this.#limits.memoryBytes ? { Memory: this.#limits.memoryBytes } : {}),
+      ...(this.#limits.cpus ? { NanoCpus: Math.round(this.#limits.cpus * 1e9) } : {}),
+      ...(this.#limits.pidsLimit ? { PidsLimit: this.#limits.pidsLimit } : {}),
+    };
+    const network = engineName(build.id);
+    const joins = this.#networks.has(build.id);
+    if (joins) hostConfig.NetworkMode = network;
+    return {
+      Image: image.reference,
+      Env: Object.entries(container.environment).map(([key, value]) => `${key}=${value}`),
+      ...(container.entrypoint.length > 0 ? { Entrypoint: container.entrypoint } : {}),
+      ...(container.commands.length > 0 ? { Cmd: container.commands } : {}),
+      ...(container.directory ? { WorkingDir: container.directory } : {}),
+      ...(container.user ? { User: container.user } : {}),
+      Labels: resourceLabels(this.#config.workerId, build.id, container.id),
+      AttachStdin: false,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      OpenStdin: false,
+      HostConfig: hostConfig,
+      ...(joins ? { NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [container.name || container.id] } } } } : {}),
+    };
+  }
+
+  async #create(ctx: Context, where: Where, record: ContainerRecord): Promise<void> {
+    const body = record.body;
+    if (!body) return;
+    // Split query and body, or dockerode sends every option in the query string too (issues 144, 721).
+    await this.#call(ctx, where, (signal) => this.#docker.createContainer({ _query: { name: record.name }, _body: body, abortSignal: signal } as unknown as Docker.ContainerCreateOptions), {
+      404: 'ImageNotFound',
+    }, (error) => {
+      const status = statusOf(error);
+      const message = engineMessage(error);
+      if (status === 404 && /no such image/i.test(message)) {
+        return runtimeError('ImageNotFound', `image "${String(body.Image)}" not found locally (${message})`, where, error);
+      }
+      if (status === 409) return runtimeError('AlreadyExists', `a container named ${record.name} exists already: ${message}`, where, error);
+      return undefined;
+    });
+    record.created = true;
+    record.body = undefined;
+  }
+}
+
+/** Reads the wait endpoint's JSON answer; a connection that ends without one is an engine loss. */
+function readExit(stream: Readable, signal: AbortSignal): Promise<{ StatusCode: number; Error?: { Message?: string } | null }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const settle = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const onAbort = (): void => {
+      stream.destroy();
+      settle(() => reject(signal.reason instanceof Error ? signal.reason : new Error('wait aborted')));
+    };
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('error', (error) => settle(() => reject(error)));
+    stream.once('end', () =>
+      settle(() => {
+        const text = Buffer.concat(chunks).toString('utf8').trim();
+        try {
+          const parsed = JSON.parse(text) as { StatusCode?: number; Error?: { Message?: string } | null };
+          if (typeof parsed.StatusCode !== 'number') throw new Error('no StatusCode');
+          resolve({ StatusCode: parsed.StatusCode, Error: parsed.Error ?? null });
+        } catch {
+          reject(Object.assign(new Error(`the engine ended the wait without an exit code (${JSON.stringify(text.slice(0, 200))})`), { code: 'ECONNRESET' }));
+        }
+      }),
+    );
+    stream.once('close', () => {
+      if (!stream.readableEnded) settle(() => reject(Object.assign(new Error('the engine closed the connection during the wait'), { code: 'ECONNRESET' })));
+    });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function formatBytes(size: number | undefined): string {
+  if (typeof size !== 'number') return '';
+  if (size < 1024 * 1024) return `${(size / 1024).toFixed(1)} KiB`;
+  return `${(size / (1024 * 1024)).toFixed(1)} MiB`;
+}
