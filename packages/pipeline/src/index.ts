@@ -9,3 +9,5 @@ export * from './ruleset.ts';
 export * from './script.ts';
 export * from './environment.ts';
 export * from './image.ts';
+export * from './substitute.ts';
+export * from './compile.ts';

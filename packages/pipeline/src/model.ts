@@ -631,3 +631,54 @@ export function emptyBuild(fields: Partial<Build> = {}): Build {
     ...fields,
   };
 }
+
+/** Keys Go marshals even when empty (no `omitempty` in Vela's json tags), per object kind. */
+const ALWAYS_KEYS = new Set(['metadata', 'git', 'worker', 'deployment', 'ruleset', 'artifacts', 'if', 'unless', 'token']);
+
+function isZero(value: unknown): boolean {
+  if (value === null || value === undefined || value === '' || value === 0 || value === false) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  return false;
+}
+
+function omitEmpty(value: unknown, parentKey: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => omitEmpty(v, parentKey));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(value as Record<string, unknown>)) {
+    if (key === 'done' && parentKey === 'stages') continue;
+    // A container's git pointer has omitempty; the build's does not.
+    const always =
+      ALWAYS_KEYS.has(key) && !(key === 'git' && parentKey !== '') && !(key === 'token' && (raw === null || typeof raw !== 'object'));
+    // The ruleset-level matcher/operator are only fallbacks (Vela >= 0.24 leaves them empty).
+    if (parentKey === 'ruleset' && ((key === 'matcher' && raw === 'filepath') || (key === 'operator' && raw === 'and'))) continue;
+    // Maps of user data (environment, permissions) keep their entries as they are.
+    const isDataMap = key === 'environment' || key === 'permissions';
+    const v = isDataMap && raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : omitEmpty(raw, key);
+    if (always) {
+      out[key] = v ?? null;
+      continue;
+    }
+    // A non-nil pointer to an empty struct is still written by Go (`"auto_cancel": {}`).
+    if (key === 'auto_cancel' && v !== null && typeof v === 'object') {
+      out[key] = v;
+      continue;
+    }
+    if (isZero(v)) continue;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0) continue;
+    out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * A build as Vela's Go code marshals it: zero-valued fields left out (`omitempty`), except those Vela
+ * always writes (`metadata`, `git` (null when unset), `worker`, `deployment`, each container's
+ * `ruleset` and `artifacts`, each ruleset's `if` and `unless`). A ruleset-level `matcher: filepath` /
+ * `operator: and` (the defaults) is left out too. Unknown fields are kept.
+ *
+ * Gotcha: `parseBuild(marshalBuild(b))` gives back `b` (zero values refilled); `done` is dropped.
+ */
+export function marshalBuild(build: Build): Record<string, unknown> {
+  return omitEmpty(build, '') as Record<string, unknown>;
+}
