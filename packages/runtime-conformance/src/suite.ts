@@ -1,0 +1,49 @@
+import { describe, it } from 'vitest';
+import { conformanceCases } from './cases.ts';
+import { CaseHarness } from './harness.ts';
+import { resolveConformanceOptions, type ConformanceFactory, type ConformanceOptions } from './options.ts';
+
+/**
+ * Declares the Runtime conformance suite for one plugin, as vitest `describe` blocks: call it at the
+ * top level of a test file. Each case creates fresh runtimes through `factory` (a fresh worker id
+ * each), drives them as the executor does, and removes and reaps what it created, pass or fail.
+ *
+ * Gotcha: cases whose capability is listed in `options.skip` are reported as skipped with the reason
+ * in their name; every other case must pass. The suite needs the `image` option's image present where
+ * the runtime runs, and never pulls.
+ *
+ * @example
+ * runtimeConformance('docker', (config) => dockerRuntime().create(background(), config), {
+ *   skip: { privileged: 'the engine runs rootless' },
+ * });
+ */
+export function runtimeConformance(name: string, factory: ConformanceFactory, options: ConformanceOptions = {}): void {
+  const resolved = resolveConformanceOptions(options);
+  const cases = conformanceCases();
+  describe(`runtime conformance: ${name}`, () => {
+    for (const group of [...new Set(cases.map((c) => c.group))]) {
+      describe(group, () => {
+        for (const testCase of cases.filter((c) => c.group === group)) {
+          const reason = testCase.capability === undefined ? undefined : resolved.skip[testCase.capability];
+          if (reason !== undefined) {
+            // The sanctioned skip: a capability the plugin declared it lacks, with its reason.
+            it.skip(`${testCase.name} [skipped: lacks ${testCase.capability}: ${reason}]`, () => undefined);
+            continue;
+          }
+          it(
+            testCase.name,
+            async () => {
+              const harness = new CaseHarness(factory, resolved);
+              try {
+                await testCase.run(harness);
+              } finally {
+                await harness.dispose();
+              }
+            },
+            resolved.timeouts.case,
+          );
+        }
+      });
+    }
+  });
+}
