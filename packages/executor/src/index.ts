@@ -10,3 +10,16 @@ export { MASK, maskText, SecretMasker } from './log/masker.ts';
 export { DEFAULT_MAX_LOG_BYTES, formatBytes, LogCap, type LogLimits } from './log/cap.ts';
 export { type BatchOptions, DEFAULT_BATCH_BYTES, DEFAULT_FLUSH_INTERVAL_MS, LogBatcher } from './log/batcher.ts';
 export { type LogDestination, LogWriter, type LogWriterOptions, pumpLog } from './log/log-writer.ts';
+export { ExecutorError, type Phase } from './errors.ts';
+export { type RuntimeEventHandler, RuntimeEventRouter } from './events.ts';
+export {
+  type BuildContexts,
+  Executor,
+  type ExecutorLogger,
+  type ExecutorOptions,
+  formatDuration,
+  type LogOptions,
+  type SecretLoader,
+  type StreamRequest,
+} from './executor.ts';
+export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';

@@ -1,0 +1,1107 @@
+/**
+ * The executor: runs one compiled pipeline on a Runtime, as go-vela/worker's `executor/linux`
+ * does — create, plan, assemble, exec, stream, destroy — and reports status and logs.
+ */
+import { hostname } from 'node:os';
+import {
+  afterFunc,
+  background,
+  type CancelFunc,
+  Channel,
+  type Context,
+  DeadlineExceeded,
+  errOf,
+  isContextError,
+  TaskGroup,
+  withCancel,
+  withDelayedCancel,
+  withoutCancel,
+  withTimeout,
+} from '@berth/context';
+import { applyScript, type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
+import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
+import { ExecutorError, messageOf, type Phase } from './errors.ts';
+import type { RuntimeEventRouter } from './events.ts';
+import type { BatchOptions } from './log/batcher.ts';
+import type { LogLimits } from './log/cap.ts';
+import { LogWriter, pumpLog } from './log/log-writer.ts';
+import { maskText } from './log/masker.ts';
+import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
+import { isFinal, KILLED_EXIT_CODE, type Status, statusOfExit } from './status.ts';
+
+/** Loads a secret's value (from a Vela server, a file, the environment…). */
+export type SecretLoader = (ctx: Context, secret: Secret) => Promise<string>;
+
+/** Where the executor writes what it does, for the worker's own log. All optional. */
+export interface ExecutorLogger {
+  debug?(message: string): void;
+  info?(message: string): void;
+  warn?(message: string): void;
+}
+
+/** Settings of the log path. */
+export interface LogOptions extends BatchOptions {
+  /** The per-container size cap (16 MiB, the last 1 MiB kept as tail, by default). */
+  limits?: LogLimits;
+}
+
+/** Settings of {@link Executor}. */
+export interface ExecutorOptions {
+  /** The compiled pipeline, with ids set (`prepareBuild`). The executor works on a copy. */
+  build: Build;
+  /** The runtime the containers run on. */
+  runtime: Runtime;
+  /** Where status and logs go. Default: nowhere. */
+  reporter?: Reporter;
+  /** The build timeout: create, plan, assemble and exec must end within it. Default 30 min. */
+  timeoutMs?: number;
+  /**
+   * How long log streams go on once the build was cancelled, so the last lines still arrive
+   * (Vela's log-streaming timeout). Default 60 s.
+   */
+  logStreamingGraceMs?: number;
+  /** How long destroyBuild may take, whatever happened before. Default 2 min. */
+  cleanupTimeoutMs?: number;
+  /**
+   * What rulesets are matched against (branch, event, repo, tag, target…); the status comes from
+   * the build as it runs.
+   */
+  ruleData?: Omit<RuleData, 'status' | 'env'>;
+  /** Loads the value of each secret of the build; default: the secret's `value` as given. */
+  loadSecret?: SecretLoader;
+  /** The log path's settings. */
+  logs?: LogOptions;
+  /** Routes the runtime's pull progress and notices to this build's reporter. */
+  events?: RuntimeEventRouter;
+  /** The worker's host name, for the init log and `VELA_HOST`. Default `os.hostname()`. */
+  host?: string;
+  /** The worker's version, for the init log and `VELA_VERSION`. */
+  version?: string;
+  logger?: ExecutorLogger;
+}
+
+/**
+ * A request to stream one container's log, sent by execStep / execService after `runContainer`
+ * and served by {@link Executor.streamBuild} (Vela's `message.StreamRequest`).
+ */
+export interface StreamRequest {
+  kind: 'step' | 'service';
+  container: Container;
+  stream: (ctx: Context, container: Container) => Promise<void>;
+}
+
+/** The contexts of one build (see ARCHITECTURE.md, "The contexts of one build"). */
+export interface BuildContexts {
+  /** Cancelled by {@link Executor.cancelBuild}, by the parent, or by `release`. */
+  readonly build: Context;
+  /** `withTimeout(build, timeout)`: create, plan, assemble, exec. */
+  readonly exec: Context;
+  /** `withDelayedCancel(build, log-streaming grace)`: streamBuild and every log stream. */
+  readonly stream: Context;
+  /**
+   * `withTimeout(withoutCancel(build), cleanup limit)`, made on the first call so that its limit
+   * starts when destroying does.
+   */
+  destroy(): Context;
+  /**
+   * The build is over: cancels the build ctx, so exec ends and log streams still running get the
+   * log-streaming grace. Does not count as a cancel of the build.
+   */
+  end(): void;
+  /** Cancels every context of the build now and clears their timers. Call it last. */
+  release(): void;
+}
+
+/** The cause `release()` cancels the build ctx with: the build is over, nobody cancelled it. */
+const RELEASED = new Error('the build is over');
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting: never an unhandled rejection.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** Resolves with `promise`, or rejects with `ctx`'s error when it is done first; leaves no listener. */
+function untilDone<T>(ctx: Context, promise: Promise<T>): Promise<T> {
+  if (ctx.signal.aborted) return Promise.reject(errOf(ctx));
+  return new Promise<T>((resolve, reject) => {
+    const stop = afterFunc(ctx, () => reject(errOf(ctx)));
+    promise.then(
+      (value) => {
+        stop();
+        resolve(value);
+      },
+      (error: unknown) => {
+        stop();
+        // Passes on whatever `promise` rejected with.
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Waits for `promise` (never rejects) or for `ctx` to be done, whichever comes first. */
+async function settleWithin(ctx: Context, promise: Promise<void>): Promise<void> {
+  try {
+    await untilDone(ctx, promise);
+  } catch {
+    // Done either way.
+  }
+}
+
+/** `1h 2m 3s`, `2.5s`, `150ms`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const rest = s % 60;
+  return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', rest > 0 ? `${rest}s` : ''].filter(Boolean).join(' ');
+}
+
+const INIT_NAME = 'init';
+const INIT_IMAGE = '#init';
+/** Environment variables whose values are credentials, masked in the container's log. */
+const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
+
+/** What the executor knows about one container of the build (or the init step). */
+class ContainerRun {
+  readonly kind: TargetKind;
+  readonly container: Container;
+  readonly stage: string | undefined;
+  status: Status = 'pending';
+  exitCode = 0;
+  started: number | undefined;
+  finished: number | undefined;
+  error: string | undefined;
+  /** setupContainer resolved. */
+  created = false;
+  /** runContainer resolved: a container exists that must be removed. */
+  ran = false;
+  /** waitContainer resolved: the container has ended. */
+  exited = false;
+  /** A stream request was sent; `streamDone` settles when its stream ended. */
+  streaming = false;
+  readonly streamDone = deferred();
+  writer: LogWriter | undefined;
+
+  constructor(kind: TargetKind, container: Container, stage?: string) {
+    this.kind = kind;
+    this.container = container;
+    this.stage = stage;
+  }
+
+  get target(): Target {
+    const c = this.container;
+    return { kind: this.kind, name: c.name, number: c.number, id: c.id, image: c.image, ...(this.stage === undefined ? {} : { stage: this.stage }) };
+  }
+
+  report(): StepReport {
+    return {
+      ...this.target,
+      status: this.status,
+      exitCode: this.exitCode,
+      ...(this.started === undefined ? {} : { started: this.started }),
+      ...(this.finished === undefined ? {} : { finished: this.finished }),
+      ...(this.error === undefined ? {} : { error: this.error }),
+      detached: this.kind === 'service' || this.container.detach,
+      continueOnFailure: this.container.ruleset.continue,
+    };
+  }
+}
+
+/** Why running work stopped when its ctx ended. */
+type Interruption = 'canceled' | 'timeout' | 'stopped';
+
+/** A copy of the build the executor may change (environment, exit codes), without stage promises. */
+function copyBuild(build: Build): Build {
+  const stages = build.stages.map(({ done: _done, ...stage }) => stage);
+  return structuredClone({ ...build, stages });
+}
+
+/**
+ * Runs one build. Mirrors go-vela/worker's executor: call createBuild, planBuild, assembleBuild
+ * and execBuild in that order with the exec ctx, streamBuild alongside with the stream ctx, and
+ * destroyBuild last with the destroy ctx — or let {@link runBuild} do it.
+ *
+ * The init step is no container: it holds the build's setup log. Services run detached; steps in
+ * order; stages as a DAG on `needs`. Each lifecycle method rejects with an {@link ExecutorError}
+ * (or the ctx's error) when the build cannot go on; a step that fails is no error (the build's
+ * status says it). The final build status is reported at the end of destroyBuild.
+ *
+ * Gotcha: one executor runs one build, once.
+ */
+export class Executor {
+  readonly build: Build;
+  readonly runtime: Runtime;
+  readonly #reporter: Reporter;
+  readonly #options: ExecutorOptions;
+  readonly #timeoutMs: number;
+  readonly #host: string;
+  readonly #log: ExecutorLogger;
+  readonly #requests: Channel<StreamRequest>;
+  readonly #runs = new Map<string, ContainerRun>();
+  readonly #init: ContainerRun;
+  readonly #stageDone = new Map<string, Deferred>();
+  /** Secret values loaded so far (by secret name). */
+  readonly #secretValues = new Map<string, string>();
+  readonly #streamsServed = deferred();
+
+  #status: Status = 'pending';
+  #started: number | undefined;
+  #finished: number | undefined;
+  #error: string | undefined;
+  #failed = false;
+  #canceled = false;
+  #cancelCause: unknown;
+  #timedOut = false;
+  #reportCtx: Context = background();
+  #execCtx: Context | undefined;
+  #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
+  #unregisterEvents: (() => void) | undefined;
+  #execDone = false;
+  #destroyed = false;
+
+  constructor(options: ExecutorOptions) {
+    this.#options = options;
+    this.build = copyBuild(options.build);
+    this.runtime = options.runtime;
+    this.#reporter = options.reporter ?? nullReporter;
+    this.#timeoutMs = options.timeoutMs ?? 30 * 60_000;
+    this.#host = options.host ?? hostname();
+    this.#log = options.logger ?? {};
+
+    const initStep = this.build.steps.find((s) => s.name === INIT_NAME) ?? this.build.stages.find((s) => s.name === INIT_NAME)?.steps[0];
+    this.#init = new ContainerRun('init', initStep ?? emptyContainer({ id: `${this.build.id}_init`, name: INIT_NAME, image: INIT_IMAGE }));
+    for (const service of this.build.services) this.#runs.set(service.id, new ContainerRun('service', service));
+    for (const step of this.build.steps) if (step !== initStep) this.#runs.set(step.id, new ContainerRun('step', step));
+    for (const stage of this.build.stages) {
+      if (stage.name === INIT_NAME) continue;
+      for (const step of stage.steps) this.#runs.set(step.id, new ContainerRun('step', step, stage.name));
+    }
+    // Buffered for every container: a send never waits, even when nobody streams.
+    this.#requests = new Channel<StreamRequest>(this.#runs.size + 1);
+  }
+
+  // ---- contexts ---------------------------------------------------------------------------
+
+  /**
+   * Makes the build's contexts under `parent` (the worker's root ctx): build, exec (build
+   * timeout), stream (log-streaming grace after a cancel) and destroy (cleanup limit). Cancelling
+   * the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
+   */
+  contexts(parent: Context): BuildContexts {
+    const [build, cancel] = withCancel(parent);
+    const [exec, cancelExec] = withTimeout(build, this.#timeoutMs);
+    const [stream, cancelStream] = withDelayedCancel(build, this.#options.logStreamingGraceMs ?? 60_000);
+    const state = { build, cancel, released: false };
+    this.#contexts = state;
+    this.#reportCtx = withoutCancel(build);
+    let destroy: [Context, CancelFunc] | undefined;
+    const cleanupMs = this.#options.cleanupTimeoutMs ?? 120_000;
+    return {
+      build,
+      exec,
+      stream,
+      destroy() {
+        destroy ??= withTimeout(withoutCancel(build), cleanupMs);
+        return destroy[0];
+      },
+      end() {
+        state.released = true;
+        cancel(RELEASED);
+      },
+      release() {
+        state.released = true;
+        cancelExec();
+        cancelStream();
+        destroy?.[1]();
+        cancel(RELEASED);
+      },
+    };
+  }
+
+  /**
+   * Cancels the build: the build ctx is cancelled (exec stops at once, streams after their grace),
+   * running steps end `canceled` with exit code 137, steps not reached end `canceled`, and the
+   * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over.
+   */
+  cancelBuild(cause?: unknown): void {
+    if (this.#destroyed || isFinal(this.#status)) return;
+    this.#canceled = true;
+    this.#cancelCause = cause;
+    this.#contexts?.cancel(cause ?? new Error('build canceled'));
+  }
+
+  /** The build's status now. */
+  get status(): Status {
+    return this.#status;
+  }
+
+  /** The build's report now. */
+  report(): BuildReport {
+    return {
+      id: this.build.id,
+      status: this.#status,
+      ...(this.#started === undefined ? {} : { started: this.#started }),
+      ...(this.#finished === undefined ? {} : { finished: this.#finished }),
+      ...(this.#error === undefined ? {} : { error: this.#error }),
+      runtime: this.runtime.name,
+      host: this.#host,
+      distribution: 'linux',
+    };
+  }
+
+  /** The reports of the init step, services and steps now, in pipeline order. */
+  steps(): StepReport[] {
+    return [this.#init.report(), ...[...this.#runs.values()].map((r) => r.report())];
+  }
+
+  // ---- build ------------------------------------------------------------------------------
+
+  /**
+   * Marks the build running, checks the stages' `needs` for cycles, sets the runtime build up and
+   * starts the init step.
+   */
+  async createBuild(ctx: Context): Promise<void> {
+    this.#enter(ctx);
+    this.#status = 'running';
+    this.#started = Date.now();
+    this.#unregisterEvents = this.#options.events?.register(this.build.id, (event) => this.#onRuntimeEvent(event));
+    await this.#reportBuild();
+    await this.#phase(ctx, 'create', async () => {
+      checkStages(this.build.stages);
+      const init = this.#init;
+      init.status = 'running';
+      init.started = Date.now();
+      await this.#reportStep(init);
+      await this.#initLine(`> Worker information:\n  host: ${this.#host}\n  version: ${this.#options.version ?? 'unknown'}\n  runtime: ${this.runtime.name}\n`);
+      await this.runtime.setupBuild(ctx, this.build);
+    });
+  }
+
+  /** Creates the network and the volume and loads the secrets, writing what it did to the init log. */
+  async planBuild(ctx: Context): Promise<void> {
+    this.#enter(ctx);
+    await this.#phase(ctx, 'plan', async () => {
+      await this.runtime.createNetwork(ctx, this.build);
+      await this.#initLine('> Inspecting runtime network...\n');
+      await this.#initLine(await this.runtime.inspectNetwork(ctx, this.build));
+      await this.runtime.createVolume(ctx, this.build);
+      await this.#initLine('> Inspecting runtime volume...\n');
+      await this.#initLine(await this.runtime.inspectVolume(ctx, this.build));
+      await this.#initLine('> Preparing secrets...\n');
+      for (const secret of this.build.secrets) {
+        if (secret.origin !== null) {
+          await this.#initLine(`> Skipping secret <${secret.name}>: secrets from plugin images (origin) are not supported by Berth\n`);
+          continue;
+        }
+        if (secret.pull === 'step_start') {
+          await this.#initLine(`> Skipping pull: secret <${secret.name}> lazy loaded\n`);
+          continue;
+        }
+        await this.#loadSecret(ctx, secret);
+        await this.#initLine(`> Loaded secret <${secret.name}> (engine ${secret.engine || 'native'}, type ${secret.type || 'repo'})\n`);
+      }
+    });
+  }
+
+  /**
+   * Creates every service, stage and step (images inspected into the init log), then assembles
+   * the runtime build. Ends the init step.
+   */
+  async assembleBuild(ctx: Context): Promise<void> {
+    this.#enter(ctx);
+    await this.#phase(ctx, 'assemble', async () => {
+      await this.#initLine('> Preparing service images...\n');
+      for (const service of this.build.services) {
+        await this.#initLine(`> Preparing service image ${service.image}...\n`);
+        await this.createService(ctx, service);
+        await this.#initLine(await this.runtime.inspectImage(ctx, service));
+      }
+      await this.#initLine('> Preparing stage images...\n');
+      for (const stage of this.build.stages) {
+        if (stage.name === INIT_NAME) continue;
+        await this.createStage(ctx, stage);
+      }
+      await this.#initLine('> Preparing step images...\n');
+      for (const step of this.build.steps) {
+        if (step === this.#init.container) continue;
+        await this.#initLine(`> Preparing step image ${step.image}...\n`);
+        await this.createStep(ctx, step);
+        await this.#initLine(await this.runtime.inspectImage(ctx, step));
+      }
+      const described = await this.runtime.inspectBuild(ctx, this.build);
+      if (described.length > 0) {
+        await this.#initLine('> Inspecting runtime build...\n');
+        await this.#initLine(described);
+      }
+      await this.runtime.assembleBuild(ctx, this.build);
+    });
+    const init = this.#init;
+    init.status = 'success';
+    init.finished = Date.now();
+    await this.#closeInit();
+    await this.#reportStep(init);
+  }
+
+  /**
+   * Runs the services (detached), then the steps in order, then the stages as a DAG. Closes the
+   * stream-request channel when it returns. Rejects when the build cannot go on (a container could
+   * not run, the build timed out or was cancelled).
+   */
+  async execBuild(ctx: Context): Promise<void> {
+    this.#enter(ctx);
+    try {
+      await this.#phase(ctx, 'exec', async () => {
+        for (const service of this.build.services) {
+          await this.planService(ctx, service);
+          await this.execService(ctx, service);
+        }
+        for (const step of this.build.steps) {
+          if (step === this.#init.container) continue;
+          await this.#runStep(ctx, step, () => this.#ruleStatus());
+        }
+        const stages = this.build.stages.filter((s) => s.name !== INIT_NAME);
+        if (stages.length > 0) {
+          for (const stage of stages) this.#stageDone.set(stage.name, deferred());
+          const group = new TaskGroup(ctx);
+          for (const stage of stages) {
+            group.go(async (stageCtx) => {
+              const done = this.#stageDone.get(stage.name) as Deferred;
+              try {
+                await this.planStage(stageCtx, stage);
+                await this.execStage(stageCtx, stage);
+                done.resolve();
+              } catch (error) {
+                done.reject(error);
+                throw error;
+              }
+            });
+          }
+          await group.wait();
+        }
+      });
+    } finally {
+      this.#execDone = true;
+      this.#requests.close();
+    }
+  }
+
+  /**
+   * Serves stream requests until execBuild returns (the channel closes) or `ctx` ends, running each
+   * stream in a task group; resolves once every stream ended. Never rejects.
+   *
+   * A stream ends when its container ended and every byte was delivered, or when `ctx` ends (then
+   * the log is closed with what arrived). Streams of services end when destroyBuild removes them.
+   */
+  async streamBuild(ctx: Context): Promise<void> {
+    const group = new TaskGroup(ctx);
+    try {
+      for await (const request of this.#requests.iterate(ctx)) {
+        group.go(async (streamCtx) => {
+          try {
+            await request.stream(streamCtx, request.container);
+          } catch (error) {
+            this.#log.warn?.(`streaming ${request.kind} ${request.container.name}: ${messageOf(error)}`);
+          }
+        });
+      }
+    } catch {
+      // ctx ended: stop taking requests.
+    } finally {
+      await group.wait().catch(() => undefined);
+      // Requests nobody will serve: their logs are complete as they are.
+      for (;;) {
+        const left = this.#requests.length > 0 ? await this.#requests.receive(background()) : undefined;
+        if (left === undefined || !left.ok) break;
+        const run = this.#runs.get(left.value.container.id);
+        if (run !== undefined) await this.#finishStream(run);
+      }
+      this.#streamsServed.resolve();
+    }
+  }
+
+  /**
+   * Waits until the log streams of containers that have ended are complete, or `ctx` ends.
+   * runBuild calls it between execBuild and destroyBuild so that the destroy ctx's limit does not
+   * include streaming.
+   */
+  async waitForStreams(ctx: Context): Promise<void> {
+    const pending = [...this.#runs.values()].filter((r) => r.streaming && r.exited).map((r) => r.streamDone.promise);
+    await settleWithin(ctx, Promise.all(pending).then(() => undefined));
+  }
+
+  /**
+   * Removes every container (services and running steps are stopped first; ended steps after
+   * their log was read), the volume, the network and the runtime build; reports the final status
+   * of every step and of the build. Never rejects: what it cannot remove is logged (and left to
+   * the runtime's reap).
+   */
+  async destroyBuild(ctx: Context): Promise<void> {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    try {
+      if (!this.#execDone) this.#requests.close();
+      const runs = [...this.#runs.values()];
+      await Promise.all(runs.map((run) => this.#destroyContainer(ctx, run)));
+      for (const [what, remove] of [
+        ['volume', () => this.runtime.removeVolume(ctx, this.build)],
+        ['network', () => this.runtime.removeNetwork(ctx, this.build)],
+        ['build', () => this.runtime.removeBuild(ctx, this.build)],
+      ] as const) {
+        try {
+          await remove();
+        } catch (error) {
+          this.#log.warn?.(`destroy ${this.build.id}: removing the ${what}: ${messageOf(error)}`);
+        }
+      }
+      if (!isFinal(this.#init.status)) {
+        this.#init.status = this.#canceled ? 'canceled' : 'failure';
+        this.#init.finished = Date.now();
+        this.#init.error ??= this.#error;
+        await this.#reportStep(this.#init);
+      }
+      await this.#closeInit();
+    } finally {
+      this.#unregisterEvents?.();
+      this.#unregisterEvents = undefined;
+      this.#status = this.#finalStatus();
+      this.#finished = Date.now();
+      await this.#reportBuild();
+    }
+  }
+
+  // ---- services ---------------------------------------------------------------------------
+
+  /** Sets the service's container up (pull as its policy says). */
+  async createService(ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    this.#prepareEnvironment(container);
+    container.detach = true;
+    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build));
+    run.created = true;
+  }
+
+  /** Marks the service running. */
+  async planService(_ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    run.status = 'running';
+    run.started = Date.now();
+    await this.#reportStep(run);
+  }
+
+  /** Starts the service (detached) and asks for its log to be streamed. */
+  async execService(ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
+    run.ran = true;
+    await this.#requestStream(ctx, run);
+  }
+
+  /** Streams the service's log until its container ends or `ctx` does. */
+  streamService(ctx: Context, container: Container): Promise<void> {
+    return this.#stream(ctx, this.#run(container));
+  }
+
+  /** Stops and removes the service's container and reports its final status. */
+  destroyService(ctx: Context, container: Container): Promise<void> {
+    return this.#destroyContainer(ctx, this.#run(container));
+  }
+
+  // ---- steps ------------------------------------------------------------------------------
+
+  /** Prepares the step's environment (script, secrets) and sets its container up. */
+  async createStep(ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    if (run.kind === 'init') return;
+    this.#prepareEnvironment(container);
+    if (container.commands.length > 0) Object.assign(container, applyScript(container));
+    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build));
+    run.created = true;
+  }
+
+  /** Loads the step's lazy secrets and marks it running. */
+  async planStep(ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    if (run.kind === 'init') return;
+    for (const ref of container.secrets) {
+      const secret = this.build.secrets.find((s) => s.name === ref.source);
+      if (secret === undefined || secret.origin !== null || this.#secretValues.has(secret.name)) continue;
+      await this.#containerCall(run, 'exec', () => this.#loadSecret(ctx, secret), ctx);
+      this.#injectSecrets(container);
+    }
+    run.status = 'running';
+    run.started = Date.now();
+    await this.#reportStep(run);
+  }
+
+  /**
+   * Runs the step's container and, unless it is detached, waits for it to end; its exit code
+   * makes its status. Rejects when it could not run or `ctx` ended.
+   */
+  async execStep(ctx: Context, container: Container): Promise<void> {
+    const run = this.#run(container);
+    if (run.kind === 'init') return;
+    await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
+    run.ran = true;
+    await this.#requestStream(ctx, run);
+    if (container.detach) return;
+    const exit = await this.#containerCall(run, 'exec', () => this.runtime.waitContainer(ctx, container), ctx, 1);
+    run.exited = true;
+    run.exitCode = exit.exitCode;
+    container.exit_code = exit.exitCode;
+    run.status = statusOfExit(exit.exitCode);
+    run.finished = Date.now();
+    if (run.status === 'failure') {
+      run.error = `exited with code ${exit.exitCode}${exit.reason !== undefined && exit.reason !== '' ? ` (${exit.reason})` : ''}`;
+      if (!container.ruleset.continue) this.#failed = true;
+    }
+    await this.#reportStep(run);
+  }
+
+  /** Streams the step's log until its container ended and every byte was delivered, or `ctx` ends. */
+  streamStep(ctx: Context, container: Container): Promise<void> {
+    return this.#stream(ctx, this.#run(container));
+  }
+
+  /** Removes the step's container (after its log was read when it has ended) and reports its final status. */
+  destroyStep(ctx: Context, container: Container): Promise<void> {
+    return this.#destroyContainer(ctx, this.#run(container));
+  }
+
+  // ---- stages -----------------------------------------------------------------------------
+
+  /** Creates every step of the stage. */
+  async createStage(ctx: Context, stage: Stage): Promise<void> {
+    await this.#initLine(`> Preparing step images for stage ${stage.name}...\n`);
+    for (const step of stage.steps) {
+      step.environment['VELA_STEP_STAGE'] = stage.name;
+      await this.#initLine(`> Preparing step image ${step.image}...\n`);
+      await this.createStep(ctx, step);
+      await this.#initLine(await this.runtime.inspectImage(ctx, step));
+    }
+  }
+
+  /**
+   * Waits for the stages this one `needs` (names of stages not in the build are ignored, as
+   * Vela does). Rejects when one of them could not complete (an error, not a failed step) or `ctx` ends.
+   */
+  async planStage(ctx: Context, stage: Stage): Promise<void> {
+    for (const need of stage.needs) {
+      const done = this.#stageDone.get(need);
+      if (done === undefined || need === stage.name) continue;
+      try {
+        await untilDone(ctx, done.promise);
+      } catch (error) {
+        if (isContextError(error)) throw error;
+        throw new ExecutorError('exec', `stage "${stage.name}"`, `needs stage "${need}", which did not complete: ${messageOf(error)}`, { cause: error });
+      }
+    }
+  }
+
+  /**
+   * Runs the stage's steps in order. Rulesets see the build's status, or — for an `independent`
+   * stage — the stage's own, so a failure elsewhere does not skip its steps.
+   */
+  async execStage(ctx: Context, stage: Stage): Promise<void> {
+    let stageFailed = false;
+    for (const step of stage.steps) {
+      const run = this.#run(step);
+      await this.#runStep(ctx, step, () => (stage.independent ? (stageFailed ? 'failure' : 'running') : this.#ruleStatus()));
+      if (run.status === 'failure' && !step.ruleset.continue) stageFailed = true;
+    }
+  }
+
+  /** Removes the stage's step containers. */
+  async destroyStage(ctx: Context, stage: Stage): Promise<void> {
+    await Promise.all(stage.steps.map((step) => this.destroyStep(ctx, step)));
+  }
+
+  // ---- internals --------------------------------------------------------------------------
+
+  #enter(ctx: Context): void {
+    this.#execCtx = ctx;
+    if (this.#contexts === undefined) this.#reportCtx = withoutCancel(ctx);
+  }
+
+  #run(container: Container): ContainerRun {
+    if (container === this.#init.container || container.id === this.#init.container.id) return this.#init;
+    const run = this.#runs.get(container.id);
+    if (run === undefined) throw new ExecutorError('exec', `container "${container.name}"`, `${container.id} is not part of build ${this.build.id}`);
+    return run;
+  }
+
+  /** The build status rulesets see: `failure` once a step failed without `continue`, else `running`. */
+  #ruleStatus(): string {
+    return this.#failed ? 'failure' : 'running';
+  }
+
+  async #runStep(ctx: Context, step: Container, status: () => string): Promise<void> {
+    if (ctx.signal.aborted) throw errOf(ctx);
+    const run = this.#run(step);
+    let execute: boolean;
+    try {
+      execute = shouldExecute(step, { ...this.#options.ruleData, status: status() });
+    } catch (error) {
+      const detail = error instanceof RulesetError ? `cannot evaluate its ruleset: ${error.message}` : messageOf(error);
+      run.status = 'error';
+      run.error = detail;
+      run.finished = Date.now();
+      await this.#reportStep(run);
+      throw new ExecutorError('exec', `step "${step.name}"`, detail, { cause: error });
+    }
+    if (!execute) {
+      run.status = 'skipped';
+      await this.#reportStep(run);
+      return;
+    }
+    await this.planStep(ctx, step);
+    await this.execStep(ctx, step);
+  }
+
+  /**
+   * Runs one runtime call for a container. On failure, records it on the container — `canceled`,
+   * a timeout, or `error` with the runtime's words — reports it and rethrows an ExecutorError (or
+   * the ctx's error).
+   */
+  async #containerCall<T>(run: ContainerRun, phase: Phase, call: () => Promise<T>, ctx?: Context, errorExitCode = 0): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const interruption = ctx !== undefined && ctx.signal.aborted ? this.#interruption(ctx) : undefined;
+      if (run.kind !== 'init' && !isFinal(run.status)) {
+        if (interruption !== undefined) {
+          this.#markInterrupted(run, interruption);
+        } else {
+          run.status = 'error';
+          run.exitCode = errorExitCode;
+          run.error = this.#mask(describeRuntimeError(error));
+          run.finished = Date.now();
+          run.started ??= run.finished;
+        }
+        await this.#reportStep(run);
+      }
+      if (interruption !== undefined && ctx !== undefined) throw errOf(ctx);
+      throw new ExecutorError(phase, `${run.kind} "${run.container.name}"`, this.#mask(describeRuntimeError(error)), { cause: error });
+    }
+  }
+
+  #markInterrupted(run: ContainerRun, why: Interruption): void {
+    run.finished = Date.now();
+    run.started ??= run.finished;
+    run.exitCode = KILLED_EXIT_CODE;
+    if (why === 'canceled') {
+      run.status = 'canceled';
+      run.error = 'the build was canceled';
+    } else if (why === 'timeout') {
+      run.status = 'failure';
+      run.error = `the build timed out after ${formatDuration(this.#timeoutMs)}`;
+    } else {
+      run.status = 'killed';
+      run.error = 'stopped: another stage of the build could not complete';
+    }
+  }
+
+  /** Why work under `ctx` (now done) stopped. */
+  #interruption(ctx: Context): Interruption {
+    if (this.#canceled) return 'canceled';
+    const build = this.#contexts;
+    if (build !== undefined && !build.released && build.build.signal.aborted) {
+      this.#canceled = true;
+      this.#cancelCause = build.build.cause();
+      return 'canceled';
+    }
+    const exec = this.#execCtx;
+    if (ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded) {
+      this.#timedOut = true;
+      return 'timeout';
+    }
+    if (exec !== undefined && exec.signal.aborted) {
+      this.#canceled = true;
+      this.#cancelCause = exec.cause();
+      return 'canceled';
+    }
+    return 'stopped';
+  }
+
+  /** Runs a lifecycle phase: a failure errors the init step (before exec) and the build. */
+  async #phase(ctx: Context, phase: Phase, body: () => Promise<void>): Promise<void> {
+    if (ctx.signal.aborted) {
+      this.#recordFailure(ctx, phase, errOf(ctx));
+      await this.#failInit();
+      throw errOf(ctx);
+    }
+    try {
+      await body();
+    } catch (error) {
+      this.#recordFailure(ctx, phase, error);
+      await this.#failInit();
+      throw error;
+    }
+  }
+
+  #recordFailure(ctx: Context, phase: Phase, error: unknown): void {
+    if (ctx.signal.aborted) {
+      const why = this.#interruption(ctx);
+      if (why === 'timeout') this.#error ??= `the build timed out after ${formatDuration(this.#timeoutMs)}`;
+      // A cancelled build says so in its final status; anything else is the error that stopped it.
+      else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
+      return;
+    }
+    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : new ExecutorError(phase, '', describeRuntimeError(error)).message);
+  }
+
+  async #failInit(): Promise<void> {
+    const init = this.#init;
+    if (isFinal(init.status)) return;
+    init.status = this.#canceled ? 'canceled' : 'failure';
+    init.finished = Date.now();
+    init.started ??= init.finished;
+    init.error = this.#error;
+    if (this.#error !== undefined) await this.#initLine(`> ${this.#error}\n`);
+    await this.#closeInit();
+    await this.#reportStep(init);
+  }
+
+  #finalStatus(): Status {
+    if (this.#canceled) {
+      this.#error ??= this.#cancelCause instanceof Error ? `the build was canceled: ${this.#cancelCause.message}` : 'the build was canceled';
+      return 'canceled';
+    }
+    if (this.#error !== undefined) return 'error';
+    if (this.#status === 'pending') return 'killed';
+    return this.#failed ? 'failure' : 'success';
+  }
+
+  #prepareEnvironment(container: Container): void {
+    const env = container.environment;
+    env['VELA_DISTRIBUTION'] = 'linux';
+    env['VELA_HOST'] = this.#host;
+    env['VELA_RUNTIME'] = this.runtime.name;
+    env['VELA_VERSION'] = this.#options.version ?? 'unknown';
+    this.#injectSecrets(container);
+  }
+
+  #injectSecrets(container: Container): void {
+    for (const ref of container.secrets) {
+      const value = this.#secretValues.get(ref.source);
+      if (value !== undefined && ref.target !== '') container.environment[ref.target] = value;
+    }
+  }
+
+  async #loadSecret(ctx: Context, secret: Secret): Promise<void> {
+    const value = this.#options.loadSecret === undefined ? secret.value : await this.#options.loadSecret(ctx, secret);
+    this.#secretValues.set(secret.name, value);
+    this.#init.writer?.addSecrets(value);
+    for (const run of this.#runs.values()) run.writer?.addSecrets(value);
+  }
+
+  /** Every value masked in this container's log: the build's secrets and the container's credentials. */
+  #secretsFor(run: ContainerRun): string[] {
+    const values = [...this.#secretValues.values()];
+    for (const name of CREDENTIAL_ENV) {
+      const value = run.container.environment[name];
+      if (value !== undefined && value !== '') values.push(value);
+    }
+    return values;
+  }
+
+  #mask(text: string): string {
+    return this.#secretValues.size === 0 ? text : maskText(text, this.#secretValues.values());
+  }
+
+  #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
+    if (run.writer !== undefined) return run.writer;
+    const target = run.target;
+    const logs = this.#options.logs ?? {};
+    run.writer = new LogWriter(
+      {
+        append: (chunk) =>
+          this.#reporter.appendLog(appendCtx(), target, chunk).catch((error: unknown) => {
+            this.#log.warn?.(`reporter appendLog ${target.name}: ${messageOf(error)}`);
+          }),
+        close: () =>
+          this.#reporter.closeLog(this.#reportCtx, target).catch((error: unknown) => {
+            this.#log.warn?.(`reporter closeLog ${target.name}: ${messageOf(error)}`);
+          }),
+      },
+      { ...logs, secrets: this.#secretsFor(run) },
+    );
+    return run.writer;
+  }
+
+  async #initLine(text: string): Promise<void> {
+    if (text === '') return;
+    const writer = this.#writer(this.#init, () => this.#reportCtx);
+    await writer.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  async #closeInit(): Promise<void> {
+    await this.#init.writer?.close();
+    // An init log nobody wrote to is still complete.
+    if (this.#init.writer === undefined) await this.#writer(this.#init, () => this.#reportCtx).close();
+  }
+
+  async #requestStream(ctx: Context, run: ContainerRun): Promise<void> {
+    run.streaming = true;
+    const kind = run.kind === 'service' ? 'service' : 'step';
+    const stream = kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this);
+    try {
+      await this.#requests.send(ctx, { kind, container: run.container, stream });
+    } catch {
+      // execBuild is over or ctx ended: nobody will stream this container.
+      await this.#finishStream(run);
+    }
+  }
+
+  async #stream(ctx: Context, run: ContainerRun): Promise<void> {
+    try {
+      const writer = this.#writer(run, () => ctx);
+      const readable = await this.runtime.tailContainer(ctx, run.container);
+      await pumpLog(ctx, readable, writer);
+    } catch (error) {
+      if (!ctx.signal.aborted) this.#log.warn?.(`streaming ${run.kind} ${run.container.name}: ${messageOf(error)}`);
+    } finally {
+      await this.#finishStream(run);
+    }
+  }
+
+  async #finishStream(run: ContainerRun): Promise<void> {
+    try {
+      await this.#writer(run, () => this.#reportCtx).close();
+    } finally {
+      run.streamDone.resolve();
+    }
+  }
+
+  async #destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
+    const container = run.container;
+    const remove = async (): Promise<void> => {
+      try {
+        await this.runtime.removeContainer(ctx, container);
+      } catch (error) {
+        this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
+      }
+    };
+    if (run.ran && run.exited) {
+      // Read the whole log before the container goes.
+      if (run.streaming) await settleWithin(ctx, run.streamDone.promise);
+      await remove();
+    } else if (run.ran) {
+      // Still running (a service, a detached step, or a step the build stopped waiting for).
+      if (run.status === 'running') {
+        try {
+          const state = await this.runtime.inspectContainer(ctx, container);
+          if (state.state === 'exited') {
+            run.exited = true;
+            run.exitCode = state.exitCode ?? 0;
+          }
+        } catch (error) {
+          if (!isRuntimeError(error, 'NotFound')) this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
+        }
+      }
+      await remove();
+      if (run.streaming) await settleWithin(ctx, run.streamDone.promise);
+    } else if (run.created) {
+      await remove();
+    }
+    if (!run.streaming && run.writer !== undefined) await run.writer.close();
+    if (!isFinal(run.status)) {
+      if (run.status === 'running' && run.ran && (run.exited || !this.#canceled)) {
+        // Vela: a service or detached step still running when the build ended succeeded (it was
+        // stopped by the executor); one that exited reports its exit code.
+        run.status = statusOfExit(run.exitCode);
+        container.exit_code = run.exitCode;
+        if (run.status === 'failure') run.error = `exited with code ${run.exitCode}`;
+        run.finished = Date.now();
+      } else if (run.status === 'running') {
+        this.#markInterrupted(run, this.#canceled ? 'canceled' : this.#timedOut ? 'timeout' : 'stopped');
+      } else if (this.#canceled) {
+        run.status = 'canceled';
+        run.error = 'the build was canceled';
+      } else if (this.#error !== undefined || this.#timedOut) {
+        // Vela: a step the build never reached because it errored or timed out is killed.
+        run.status = 'killed';
+        run.exitCode = KILLED_EXIT_CODE;
+        run.finished = Date.now();
+      } else {
+        run.status = 'skipped';
+      }
+      await this.#reportStep(run);
+    }
+  }
+
+  #onRuntimeEvent(event: RuntimeEvent): void {
+    if (this.#reporter.runtimeEvent === undefined) return;
+    const run = this.#runs.get(event.containerId);
+    if (run === undefined) return;
+    const masked = event.type === 'notice' ? { ...event, message: this.#mask(event.message) } : event;
+    this.#reporter.runtimeEvent(this.#reportCtx, run.target, masked);
+  }
+
+  async #reportStep(run: ContainerRun): Promise<void> {
+    try {
+      await this.#reporter.stepStatus(this.#reportCtx, run.report());
+    } catch (error) {
+      this.#log.warn?.(`reporter stepStatus ${run.container.name}: ${messageOf(error)}`);
+    }
+  }
+
+  async #reportBuild(): Promise<void> {
+    try {
+      await this.#reporter.buildStatus(this.#reportCtx, this.report());
+    } catch (error) {
+      this.#log.warn?.(`reporter buildStatus: ${messageOf(error)}`);
+    }
+  }
+}
+
+/** A runtime failure in words: the RuntimeError's message names runtime, operation and subject. */
+function describeRuntimeError(error: unknown): string {
+  if (isRuntimeError(error)) {
+    switch (error.code) {
+      case 'ImageNotFound':
+        return `${error.message} (pull the image first, or allow pulling it with another pull policy)`;
+      case 'ImagePullFailed':
+        return `${error.message} (check the image name and the registry's credentials and reachability)`;
+      case 'Unavailable':
+        return `${error.message} (is the ${error.runtime} engine running and reachable?)`;
+      default:
+        return error.message;
+    }
+  }
+  return messageOf(error);
+}
+
+/** Throws when stages `need` each other in a cycle (they would wait forever). */
+function checkStages(stages: readonly Stage[]): void {
+  const byName = new Map(stages.map((s) => [s.name, s]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (name: string, path: string[]): void => {
+    const mark = state.get(name);
+    if (mark === 'done') return;
+    if (mark === 'visiting') {
+      const cycle = [...path.slice(path.indexOf(name)), name];
+      throw new ExecutorError('create', '', `stages need each other in a cycle (${cycle.join(' → ')}): none of them could start`);
+    }
+    state.set(name, 'visiting');
+    for (const need of byName.get(name)?.needs ?? []) if (byName.has(need) && need !== name) visit(need, [...path, name]);
+    state.set(name, 'done');
+  };
+  for (const stage of stages) visit(stage.name, []);
+}
