@@ -312,6 +312,14 @@ const nullable = <T extends z.ZodType>(schema: T) =>
 /** An object schema that is filled with zero values when absent or null. */
 const zeroed = <T extends z.ZodType>(schema: T) => z.preprocess((v) => v ?? {}, schema);
 
+/** True for null, '', 0, false, [] and objects whose values are all zero (Go's `Empty()` checks). */
+function isZeroDeep(value: unknown): boolean {
+  if (value === null || value === undefined || value === '' || value === 0 || value === false) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  if (typeof value === 'object') return Object.values(value as Record<string, unknown>).every(isZeroDeep);
+  return false;
+}
+
 function makeSchemas(obj: ObjectFactory) {
   const rules = obj({
     branch: ruletype(),
@@ -416,7 +424,8 @@ function makeSchemas(obj: ObjectFactory) {
     key: str(),
     engine: str(),
     type: str(),
-    origin: nullable(container),
+    // Vela always writes an origin (`{"ruleset":{"if":{},"unless":{}}}`); an empty one means none.
+    origin: z.preprocess((v) => (isZeroDeep(v) ? null : v), nullable(container)),
     pull: str(),
   });
   const metadata = obj({
