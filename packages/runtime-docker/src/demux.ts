@@ -6,12 +6,26 @@ export interface DockerLogDemuxerOptions {
   mapError?: (error: unknown) => Error;
   /** `highWaterMark` of the demuxed stream, in bytes; 64 KiB by default. */
   highWaterMark?: number;
+  /**
+   * The source was requested with `timestamps=true`: each frame starts with the engine's
+   * RFC 3339 timestamp and a space, which are removed (and remembered, see `continueWith`).
+   */
+  timestamps?: boolean;
+  /**
+   * Called when a source ends cleanly, with the timestamp of the last frame delivered (when
+   * `timestamps` is on). May return another multiplexed source to read on from: its frames up to
+   * and including that timestamp are dropped, so it may overlap what was delivered. Resolve
+   * `undefined` to end the stream.
+   */
+  continueWith?: (lastTimestamp: string | undefined) => Promise<Readable | undefined>;
 }
 
 const HEADER_BYTES = 8;
 /** Stream types of Docker's multiplexed framing (moby `pkg/stdcopy`): 0 stdin, 1 stdout, 2 stderr, 3 engine error. */
 const STDOUT = 1;
 const SYSTEMERR = 3;
+/** Longest timestamp prefix accepted (`2006-01-02T15:04:05.000000000+07:00 `). */
+const MAX_TIMESTAMP_BYTES = 48;
 
 /**
  * Turns the Docker engine's multiplexed log stream (8-byte frame headers: stream type, three zero
@@ -28,8 +42,10 @@ const SYSTEMERR = 3;
  * a source that ends in the middle of a frame is an error, not a short read.
  */
 export class DockerLogDemuxer extends Readable {
-  readonly #source: Readable;
+  #source: Readable;
   readonly #mapError: (error: unknown) => Error;
+  readonly #timestamps: boolean;
+  readonly #continueWith: DockerLogDemuxerOptions['continueWith'];
   readonly #header = Buffer.alloc(HEADER_BYTES);
   #headerFilled = 0;
   #remaining = 0;
@@ -39,15 +55,24 @@ export class DockerLogDemuxer extends Readable {
   #systemError: Buffer[] = [];
   #pausedByUs = false;
   #ended = false;
+  /** Timestamp prefix of the current frame, while it is being read. */
+  #prefix: number[] | undefined;
+  #dropFrame = false;
+  #skipThrough: string | undefined;
+  #lastTimestamp: string | undefined;
 
   constructor(source: Readable, options: DockerLogDemuxerOptions = {}) {
     super({ highWaterMark: options.highWaterMark ?? 64 * 1024 });
     this.#source = source;
     this.#mapError = options.mapError ?? ((error) => (error instanceof Error ? error : new Error(String(error))));
-    source.on('data', this.#onData);
-    source.once('end', this.#onEnd);
-    source.once('error', this.#onError);
-    source.once('close', this.#onClose);
+    this.#timestamps = options.timestamps ?? false;
+    this.#continueWith = options.continueWith;
+    this.#attach();
+  }
+
+  /** The engine's timestamp of the last frame delivered (with `timestamps`). */
+  get lastTimestamp(): string | undefined {
+    return this.#lastTimestamp;
   }
 
   override _read(): void {
@@ -61,6 +86,14 @@ export class DockerLogDemuxer extends Readable {
     this.#detach();
     if (!this.#source.destroyed) this.#source.destroy();
     callback(error);
+  }
+
+  #attach(): void {
+    this.#ended = false;
+    this.#source.on('data', this.#onData);
+    this.#source.once('end', this.#onEnd);
+    this.#source.once('error', this.#onError);
+    this.#source.once('close', this.#onClose);
   }
 
   #detach(): void {
@@ -93,10 +126,28 @@ export class DockerLogDemuxer extends Readable {
           wantMore = this.push(Buffer.from(this.#header));
           continue;
         }
-        if (this.#remaining > 0) continue;
-        // Zero-length frame.
-        this.#endFrame();
-        if (this.destroyed) return;
+        if (this.#remaining === 0) {
+          this.#endFrame();
+          if (this.destroyed) return;
+        }
+        continue;
+      }
+      if (this.#prefix !== undefined) {
+        // Reading the frame's timestamp, up to and including its space.
+        while (offset < data.length && this.#remaining > 0 && this.#prefix !== undefined) {
+          const byte = data[offset++] ?? 0;
+          this.#remaining--;
+          if (byte === 0x20) this.#endPrefix();
+          else if (this.#prefix.push(byte) > MAX_TIMESTAMP_BYTES) {
+            this.destroy(new Error("the Docker engine's log stream is corrupt: a frame has no timestamp"));
+            return;
+          }
+        }
+        if (this.#remaining === 0) {
+          this.#prefix = undefined;
+          this.#endFrame();
+          if (this.destroyed) return;
+        }
         continue;
       }
       const take = Math.min(this.#remaining, data.length - offset);
@@ -105,7 +156,7 @@ export class DockerLogDemuxer extends Readable {
       this.#remaining -= take;
       if (this.#type === SYSTEMERR) {
         this.#systemError.push(payload);
-      } else {
+      } else if (!this.#dropFrame) {
         wantMore = this.push(payload) && wantMore;
       }
       if (this.#remaining === 0) {
@@ -125,7 +176,7 @@ export class DockerLogDemuxer extends Readable {
     const type = header[0] ?? 0;
     const valid = type <= SYSTEMERR && header[1] === 0 && header[2] === 0 && header[3] === 0;
     if (!valid) {
-      if (this.#framesSeen === 0) {
+      if (this.#framesSeen === 0 && !this.#timestamps) {
         this.#raw = true;
         return false;
       }
@@ -136,11 +187,24 @@ export class DockerLogDemuxer extends Readable {
     this.#type = type;
     this.#remaining = header.readUInt32BE(4);
     this.#headerFilled = 0;
+    this.#dropFrame = false;
+    this.#prefix = this.#timestamps && type !== SYSTEMERR ? [] : undefined;
     return true;
+  }
+
+  #endPrefix(): void {
+    const timestamp = Buffer.from(this.#prefix ?? []).toString('latin1');
+    this.#prefix = undefined;
+    if (this.#skipThrough !== undefined && compareTimestamps(timestamp, this.#skipThrough) <= 0) {
+      this.#dropFrame = true;
+      return;
+    }
+    this.#lastTimestamp = timestamp;
   }
 
   #endFrame(): void {
     this.#headerFilled = 0;
+    this.#dropFrame = false;
     if (this.#type === SYSTEMERR) {
       const message = Buffer.concat(this.#systemError).toString('utf8').trim();
       this.#systemError = [];
@@ -155,7 +219,29 @@ export class DockerLogDemuxer extends Readable {
       return;
     }
     this.#detach();
-    this.push(null);
+    if (!this.#continueWith) {
+      this.push(null);
+      return;
+    }
+    const skipThrough = this.#lastTimestamp;
+    this.#continueWith(skipThrough).then(
+      (next) => {
+        if (this.destroyed) {
+          next?.destroy();
+          return;
+        }
+        if (!next) {
+          this.push(null);
+          return;
+        }
+        this.#source = next;
+        this.#skipThrough = skipThrough;
+        this.#framesSeen = 0;
+        this.#pausedByUs = false;
+        this.#attach();
+      },
+      (error: unknown) => this.destroy(this.#mapError(error)),
+    );
   };
 
   readonly #onError = (error: unknown): void => {
@@ -171,7 +257,24 @@ export class DockerLogDemuxer extends Readable {
 
 function ignore(): void {}
 
-/** Exposed for tests: the frame header Docker puts before each payload. */
+/**
+ * Orders two engine timestamps. The engine writes them in Go's fixed-width RFC 3339 form
+ * (`2006-01-02T15:04:05.000000000Z`), which orders as text; others are compared by value.
+ */
+export function compareTimestamps(a: string, b: string): number {
+  const fixed = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/;
+  if (fixed.test(a) && fixed.test(b)) return a < b ? -1 : a > b ? 1 : 0;
+  return toNanoseconds(a) < toNanoseconds(b) ? -1 : toNanoseconds(a) > toNanoseconds(b) ? 1 : 0;
+}
+
+function toNanoseconds(timestamp: string): bigint {
+  const match = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/.exec(timestamp);
+  const seconds = Date.parse(`${match?.[1] ?? timestamp}${match?.[3] ?? ''}`);
+  const fraction = (match?.[2] ?? '').padEnd(9, '0').slice(0, 9);
+  return BigInt(Number.isNaN(seconds) ? 0 : seconds) * 1_000_000n + BigInt(fraction || '0');
+}
+
+/** The frame header Docker puts before each payload: stream type (0 stdin, 1 stdout, 2 stderr, 3 error) and length. */
 export function frameHeader(stream: 0 | 1 | 2 | 3, length: number): Buffer {
   const header = Buffer.alloc(HEADER_BYTES);
   header[0] = stream;

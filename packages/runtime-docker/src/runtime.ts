@@ -18,7 +18,7 @@ import {
 import type Docker from 'dockerode';
 import { engineCall } from './call.ts';
 import type { EngineConnection } from './connection.ts';
-import { DockerLogDemuxer } from './demux.ts';
+import { compareTimestamps, DockerLogDemuxer } from './demux.ts';
 import { contextError, type EngineDescription, engineMessage, isUnavailable, RUNTIME_NAME, runtimeError, statusOf, toRuntimeError, type Where } from './errors.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import { pullImage } from './pull.ts';
@@ -264,14 +264,36 @@ export class DockerRuntime implements Runtime {
 
   async tailContainer(ctx: Context, container: Container): Promise<Readable> {
     const where = { operation: 'tailContainer', subject: container.id };
-    const source = (await this.#call(ctx, where, (signal) =>
-      this.#docker.getContainer(this.#nameOf(container)).logs({ follow: true, stdout: true, stderr: true, abortSignal: signal }),
-    )) as unknown as Readable;
+    const handle = this.#docker.getContainer(this.#nameOf(container));
+    const follow = (since: string | undefined): Promise<Readable> =>
+      this.#call(ctx, where, async (signal) =>
+        (await handle.logs({ follow: true, stdout: true, stderr: true, timestamps: true, ...(since ? { since } : {}), abortSignal: signal })) as unknown as Readable,
+      );
+    const source = await follow(undefined);
+    let continuations = 0;
     const logs = new DockerLogDemuxer(source, {
+      timestamps: true,
       mapError: (error) =>
         isUnavailable(error) && !ctx.signal.aborted
           ? runtimeError('Unavailable', `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}.`, where, error)
           : toRuntimeError(error, ctx, where, this.#engine),
+      // dockerd 20.10 can end a follow early when the container exits just as the stream opens
+      // (the last lines, or all of them, are missing). Ask for the last line's timestamp, and read
+      // on from the last delivered one when the follow stopped short.
+      continueWith: async (lastTimestamp) => {
+        if (continuations++ >= 5) return undefined;
+        let last: string | undefined;
+        try {
+          const tail = await this.#call(ctx, where, async (signal) => (await handle.logs({ follow: false, stdout: true, stderr: true, timestamps: true, tail: 1, abortSignal: signal })) as unknown);
+          last = lastFrameTimestamp(Buffer.isBuffer(tail) ? tail : Buffer.from(typeof tail === 'string' ? tail : ''));
+        } catch (error) {
+          if (isRuntimeError(error, 'NotFound')) return undefined; // removed meanwhile: nothing more to read
+          throw error;
+        }
+        if (last === undefined || (lastTimestamp !== undefined && compareTimestamps(last, lastTimestamp) <= 0)) return undefined;
+        const seconds = lastTimestamp === undefined ? Number.NaN : Math.floor(Date.parse(lastTimestamp) / 1000);
+        return follow(Number.isFinite(seconds) ? String(seconds) : undefined);
+      },
     });
     const stop = afterFunc(ctx, () => logs.destroy(contextError(ctx, where)));
     logs.once('close', () => stop());
@@ -577,8 +599,10 @@ export class DockerRuntime implements Runtime {
         throw runtimeError('InvalidConfig', `ulimit ${ulimit.name}: soft limit ${ulimit.soft} is above hard limit ${ulimit.hard}`, where);
       }
     }
-    const privileged = isPrivilegedImage(container.image, this.#config.privilegedImages);
-    if (container.privileged && !privileged) {
+    // Privileged only when the step asks and the operator allows the image (Vela grants it to every allowlisted image).
+    const allowed = isPrivilegedImage(container.image, this.#config.privilegedImages);
+    const privileged = container.privileged && allowed;
+    if (container.privileged && !allowed) {
       this.#emit({
         type: 'notice',
         buildId: build.id,
@@ -639,6 +663,20 @@ export class DockerRuntime implements Runtime {
     record.created = true;
     record.body = undefined;
   }
+}
+
+/** The timestamp of the last frame of a multiplexed, timestamped log answer, if any. */
+function lastFrameTimestamp(data: Buffer): string | undefined {
+  let offset = 0;
+  let last: string | undefined;
+  while (offset + 8 <= data.length) {
+    const length = data.readUInt32BE(offset + 4);
+    const payload = data.subarray(offset + 8, Math.min(data.length, offset + 8 + length));
+    const space = payload.indexOf(0x20);
+    if (space > 0) last = payload.subarray(0, space).toString('latin1');
+    offset += 8 + length;
+  }
+  return last;
 }
 
 /** Reads the wait endpoint's JSON answer; a connection that ends without one is an engine loss. */
