@@ -1,0 +1,209 @@
+// Watch streams: newline-delimited JSON events from a resourceVersion on, with filtered
+// transitions (an object leaving the selection is DELETED for that watcher), optional
+// bookmarks, timeoutSeconds, 410 Expired as an in-stream ERROR event, and the fault hooks
+// (close now / periodically, delay every event).
+
+import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { type Counters } from '../counters.ts';
+import { type Faults } from '../faults.ts';
+import { matchFilter, type ObjectFilter } from '../selectors.ts';
+import { badRequest, tooOldStatus } from '../status.ts';
+import { type Store, type StoreEvent } from '../store.ts';
+import { type KubeObject } from '../types.ts';
+import { queryBool, queryInt } from './http.ts';
+import { type IncludeObject, toTable } from './table.ts';
+
+/** Tuning of watches (library options). */
+export interface WatchSettings {
+  /** Period of BOOKMARK events for watches that allow them. */
+  bookmarkIntervalMs: number;
+  /** Server-side timeout when the client sends no timeoutSeconds; null: random 30–60 min as the API server does. */
+  defaultTimeoutSeconds: number | null;
+}
+
+/** One watch event on the wire. */
+interface WireEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: unknown;
+}
+
+/** Keeps track of open watch streams so they can be closed all at once. */
+export class WatchHub {
+  readonly #open = new Set<() => void>();
+
+  /** Registers a closer; returns the function that unregisters it. */
+  add(close: () => void): () => void {
+    this.#open.add(close);
+    return () => this.#open.delete(close);
+  }
+
+  /** Ends every open watch stream now. */
+  closeAll(): void {
+    for (const close of [...this.#open]) close();
+  }
+
+  /** Number of open watch streams. */
+  get size(): number {
+    return this.#open.size;
+  }
+}
+
+/** What a watch needs from the rest of the simulator. */
+export interface WatchDeps {
+  store: Store;
+  counters: Counters;
+  faults: Faults;
+  hub: WatchHub;
+  settings: WatchSettings;
+}
+
+function withKind(resource: string, obj: KubeObject): KubeObject {
+  const kind = resource === 'pods' ? 'Pod' : resource === 'events' ? 'Event' : 'Namespace';
+  return { ...obj, kind, apiVersion: 'v1' };
+}
+
+/** Turns a store change into what a filtered watcher sees (or nothing). */
+export function filterEvent(filter: ObjectFilter, event: StoreEvent): WireEvent | undefined {
+  const now = matchFilter(filter, event.object);
+  if (event.type === 'MODIFIED' && event.previous) {
+    const before = matchFilter(filter, event.previous);
+    if (before && now) return { type: 'MODIFIED', object: event.object };
+    if (now) return { type: 'ADDED', object: event.object };
+    if (before) return { type: 'DELETED', object: event.object };
+    return undefined;
+  }
+  return now ? { type: event.type, object: event.object } : undefined;
+}
+
+/** Serves one watch request on `res` until timeout, client close, fault or shutdown. */
+export function serveWatch(
+  deps: WatchDeps,
+  resource: string,
+  filter: ObjectFilter,
+  url: URL,
+  _req: IncomingMessage,
+  res: ServerResponse,
+  table: IncludeObject | null,
+): void {
+  const { store, counters, faults, hub, settings } = deps;
+  const q = url.searchParams;
+  const rvParam = q.get('resourceVersion') ?? '';
+  const timeoutSeconds = queryInt('timeoutSeconds', q.get('timeoutSeconds'));
+  const bookmarks = queryBool(q.get('allowWatchBookmarks'));
+  const sendInitialEvents = queryBool(q.get('sendInitialEvents'));
+  if (rvParam !== '' && !/^\d+$/.test(rvParam)) throw badRequest(`resourceVersion: Invalid value: "${rvParam}": must be a non-negative integer`);
+  if (sendInitialEvents && !bookmarks) throw badRequest('sendInitialEvents is forbidden for watch unless allowWatchBookmarks=true');
+
+  const render = (ev: WireEvent): string => {
+    let object = ev.object;
+    if (ev.type !== 'ERROR' && ev.type !== 'BOOKMARK') {
+      const full = withKind(resource, object as KubeObject);
+      object = table ? toTable(resource, [full], full.metadata.resourceVersion ?? '', table) : full;
+    }
+    return `${JSON.stringify({ type: ev.type, object })}\n`;
+  };
+
+  // Decide the start synchronously, then subscribe in the same tick: no change can slip between.
+  const initial: WireEvent[] = [];
+  let expiredStatus: unknown;
+  if (rvParam === '' || rvParam === '0' || sendInitialEvents) {
+    for (const item of store.list(resource, filter).items) initial.push({ type: 'ADDED', object: item });
+    if (sendInitialEvents) {
+      initial.push({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, true) });
+    }
+  } else {
+    const from = Number(rvParam);
+    const replay = store.replay(resource, from);
+    if (replay.expired) {
+      expiredStatus = tooOldStatus(from, replay.oldest);
+    } else {
+      for (const e of replay.events) {
+        const ev = filterEvent(filter, e);
+        if (ev) initial.push(ev);
+      }
+    }
+  }
+
+  const doneCounting = counters.watchOpened();
+  res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
+  res.flushHeaders();
+
+  if (expiredStatus) {
+    res.end(`${JSON.stringify({ type: 'ERROR', object: expiredStatus })}\n`);
+    doneCounting();
+    return;
+  }
+
+  const queue: { due: number; line: string }[] = [];
+  let pumping = false;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const pump = async (): Promise<void> => {
+    if (pumping) return;
+    pumping = true;
+    while (queue.length > 0 && !closed) {
+      const next = queue[0];
+      if (!next) break;
+      const wait = next.due - Date.now();
+      if (wait > 0) {
+        await new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, wait);
+        });
+        continue;
+      }
+      queue.shift();
+      res.write(next.line);
+    }
+    pumping = false;
+  };
+
+  const send = (ev: WireEvent): void => {
+    if (closed) return;
+    const delay = faults.watchEventDelayMs;
+    if (delay <= 0 && queue.length === 0) {
+      res.write(render(ev));
+      return;
+    }
+    queue.push({ due: Date.now() + delay, line: render(ev) });
+    void pump();
+  };
+
+  for (const ev of initial) send(ev);
+  const unsubscribe = store.subscribe((event) => {
+    if (event.resource !== resource) return;
+    const ev = filterEvent(filter, event);
+    if (ev) send(ev);
+  });
+
+  const bookmarkTimer = bookmarks
+    ? setInterval(() => send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) }), settings.bookmarkIntervalMs)
+    : undefined;
+  const seconds = timeoutSeconds ?? settings.defaultTimeoutSeconds ?? 1800 + Math.floor(Math.random() * 1800);
+  const timeoutTimer = setTimeout(() => close(), seconds * 1000);
+
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    clearInterval(bookmarkTimer);
+    clearTimeout(timeoutTimer);
+    clearTimeout(timer);
+    unregister();
+    unfault();
+    doneCounting();
+    if (!res.writableEnded) res.end();
+  };
+  const unregister = hub.add(close);
+  const unfault = faults.onCloseWatches(close);
+  res.on('close', close);
+}
+
+function bookmarkObject(resource: string, rv: number, initialEnd: boolean): unknown {
+  const kind = resource === 'pods' ? 'Pod' : resource === 'events' ? 'Event' : 'Namespace';
+  return {
+    kind,
+    apiVersion: 'v1',
+    metadata: { resourceVersion: String(rv), ...(initialEnd ? { annotations: { 'k8s.io/initial-events-end': 'true' } } : {}) },
+  };
+}

@@ -1,0 +1,153 @@
+// Fault injection, switchable while running through `sim.faults` or `POST /_sim/faults`.
+
+import { type Verb } from './counters.ts';
+
+/** A pull failure to inject for one image reference (as written in the pod spec). */
+export interface ImagePullFault {
+  /** Waiting reason reported, e.g. `ErrImagePull` (then backs off to `ImagePullBackOff`), `InvalidImageName`, `RegistryUnavailable`. */
+  reason: string;
+  /** Error text; a kubelet-like default is used when absent. */
+  message?: string;
+}
+
+/** The active fault settings. */
+export interface FaultSettings {
+  /** Close every open watch stream every N seconds (clean end of the response), or null. */
+  closeWatchesEverySeconds: number | null;
+  /** Answer the next `count` requests whose verb is in `verbs` with HTTP `code` (a Status body). */
+  failRequests: { count: number; code: 410 | 429 | 500; verbs: Verb[] } | null;
+  /** Delay every watch event by this many milliseconds (order is kept). */
+  watchEventDelayMs: number;
+  /** Cut (reset) every log stream after this many bytes of content, or null. */
+  logCutAfterBytes: number | null;
+  /** Make pulls of these images fail, keyed by the image reference. */
+  imagePullFailures: Record<string, ImagePullFault>;
+  /** Stall the node agent: new pods stay Pending and running pods do not progress. */
+  stallNodeAgent: boolean;
+}
+
+/** An update: any subset of the settings, plus the one-shot `closeWatchesNow`. */
+export interface FaultUpdate extends Partial<Omit<FaultSettings, 'failRequests'>> {
+  /** Close every open watch stream now. */
+  closeWatchesNow?: boolean;
+  /** As in FaultSettings; `verbs` defaults to `['list', 'watch']`. */
+  failRequests?: { count: number; code: 410 | 429 | 500; verbs?: Verb[] } | null;
+}
+
+function defaults(): FaultSettings {
+  return {
+    closeWatchesEverySeconds: null,
+    failRequests: null,
+    watchEventDelayMs: 0,
+    logCutAfterBytes: null,
+    imagePullFailures: {},
+    stallNodeAgent: false,
+  };
+}
+
+/** The fault switchboard of one kube-sim. */
+export class Faults {
+  #settings = defaults();
+  #timer: NodeJS.Timeout | undefined;
+  readonly #closeListeners = new Set<() => void>();
+  readonly #changeListeners = new Set<() => void>();
+
+  /** The active watch event delay (cheap: read on every event). */
+  get watchEventDelayMs(): number {
+    return this.#settings.watchEventDelayMs;
+  }
+
+  /** The active log cut threshold, or null. */
+  get logCutAfterBytes(): number | null {
+    return this.#settings.logCutAfterBytes;
+  }
+
+  /** True while the node agent is stalled. */
+  get agentStalled(): boolean {
+    return this.#settings.stallNodeAgent;
+  }
+
+  /** The injected pull failure for an image, if any. */
+  pullFailure(image: string): ImagePullFault | undefined {
+    return this.#settings.imagePullFailures[image];
+  }
+
+  /** A copy of the active settings. */
+  get(): FaultSettings {
+    return structuredClone(this.#settings);
+  }
+
+  /** Changes some settings (others keep their value). Validates the input; throws on nonsense. */
+  set(update: FaultUpdate): FaultSettings {
+    const next = { ...this.#settings };
+    if (update.closeWatchesEverySeconds !== undefined) {
+      const n = update.closeWatchesEverySeconds;
+      if (n !== null && !(typeof n === 'number' && n > 0)) throw new TypeError('closeWatchesEverySeconds must be a positive number or null');
+      next.closeWatchesEverySeconds = n;
+    }
+    if (update.failRequests !== undefined) {
+      const f = update.failRequests;
+      if (f !== null && (![410, 429, 500].includes(f.code) || !(f.count >= 0))) throw new TypeError('failRequests needs count >= 0 and code 410, 429 or 500');
+      next.failRequests = f === null ? null : { count: f.count, code: f.code, verbs: f.verbs ?? ['list', 'watch'] };
+    }
+    if (update.watchEventDelayMs !== undefined) next.watchEventDelayMs = Math.max(0, Number(update.watchEventDelayMs) || 0);
+    if (update.logCutAfterBytes !== undefined) next.logCutAfterBytes = update.logCutAfterBytes === null ? null : Math.max(0, Number(update.logCutAfterBytes));
+    if (update.imagePullFailures !== undefined) next.imagePullFailures = { ...(update.imagePullFailures ?? {}) };
+    if (update.stallNodeAgent !== undefined) next.stallNodeAgent = Boolean(update.stallNodeAgent);
+    const periodChanged = next.closeWatchesEverySeconds !== this.#settings.closeWatchesEverySeconds;
+    this.#settings = next;
+    if (periodChanged) this.#restartTimer();
+    if (update.closeWatchesNow) this.closeWatches();
+    for (const l of [...this.#changeListeners]) l();
+    return this.get();
+  }
+
+  /** Back to no faults at all. */
+  clear(): FaultSettings {
+    this.set({ ...defaults() });
+    return this.get();
+  }
+
+  /** Closes every open watch now. */
+  closeWatches(): void {
+    for (const l of [...this.#closeListeners]) l();
+  }
+
+  /** If a request failure is armed for this verb, consumes one and returns its status code. */
+  takeFailure(verb: Verb): 410 | 429 | 500 | undefined {
+    const f = this.#settings.failRequests;
+    if (!f || f.count <= 0 || !f.verbs.includes(verb)) return undefined;
+    f.count--;
+    return f.code;
+  }
+
+  /** Called whenever watches must close (now, or on the period). Returns an unsubscribe function. */
+  onCloseWatches(listener: () => void): () => void {
+    this.#closeListeners.add(listener);
+    return () => this.#closeListeners.delete(listener);
+  }
+
+  /** Called after every change of settings. Returns an unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  #restartTimer(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    const n = this.#settings.closeWatchesEverySeconds;
+    if (n) {
+      this.#timer = setInterval(() => this.closeWatches(), n * 1000);
+      this.#timer.unref();
+    }
+  }
+
+  /** Stops the periodic timer (called by close()). */
+  dispose(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#closeListeners.clear();
+    this.#changeListeners.clear();
+  }
+}

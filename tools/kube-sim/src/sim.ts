@@ -1,0 +1,155 @@
+// startKubeSim: composes the store, the HTTPS API, the node agent, faults and counters.
+
+import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { NodeAgent, removeInstanceObjects } from './agent/node-agent.ts';
+import { type PullBackoff } from './agent/pod-worker.ts';
+import { WatchHub } from './api/watch.ts';
+import { Counters } from './counters.ts';
+import { Faults } from './faults.ts';
+import { serveLog } from './logs.ts';
+import { createApiServer } from './server.ts';
+import { Store } from './store.ts';
+import { generateTls, renderKubeconfig } from './tls.ts';
+
+/** Options of startKubeSim. Every field is optional. */
+export interface KubeSimOptions {
+  /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** Directory for the CA, server certificate and kubeconfig; default a new temporary directory, removed on close. */
+  dir?: string;
+  /** Bearer token clients must send; default random. */
+  token?: string;
+  /** A dockerode client, or options for one; default the local engine socket. */
+  docker?: Docker | Docker.DockerOptions;
+  /** Sandbox image; default `$BERTH_PAUSE_IMAGE` or `berth/pause:1`. Must be present locally. */
+  pauseImage?: string;
+  /** Name of the one fake node. Default `kube-sim-node`. */
+  nodeName?: string;
+  /** How many changes the watch history keeps; a watch from an older version gets 410 Expired. Default 1000. */
+  historyLimit?: number;
+  /** Period of BOOKMARK events on watches with allowWatchBookmarks. Default 10 000 ms. */
+  bookmarkIntervalMs?: number;
+  /** Server-side watch timeout when the client sends none; default random 30–60 min as the API server does. */
+  watchTimeoutSeconds?: number;
+  /** Image pull back-off; default the kubelet's 10 s doubling to 300 s. */
+  imagePullBackoff?: Partial<PullBackoff>;
+  /** Namespaces to create at start besides default, kube-system, kube-public and kube-node-lease. */
+  namespaces?: string[];
+}
+
+/** A running kube-sim. */
+export interface KubeSim {
+  /** `https://127.0.0.1:<port>`. */
+  url: string;
+  /** Path of the kubeconfig written at start (for kubectl `--kubeconfig`). */
+  kubeconfigPath: string;
+  /** The kubeconfig YAML (for `KubeConfig.loadFromString`). */
+  kubeconfig: string;
+  /** The bearer token. */
+  token: string;
+  /** PEM of the CA that signed the server certificate. */
+  caCert: string;
+  /** Id labelled on every Docker object (`berth.kube-sim/instance=<id>`). */
+  instanceId: string;
+  /** The fault switchboard (also `POST /_sim/faults`). */
+  faults: Faults;
+  /** Request, watch and log counters (also `GET /_sim/counters`). */
+  counters: Counters;
+  /** Stops serving, closes watches, kills pods, removes every Docker object it created. Idempotent. */
+  close(): Promise<void>;
+}
+
+function dockerClient(option: KubeSimOptions['docker']): Docker {
+  if (option instanceof Docker) return option;
+  return new Docker(option);
+}
+
+/**
+ * Starts a kube-sim: an HTTPS Kubernetes API test double on 127.0.0.1 whose pods run in Docker.
+ * Gotcha: nothing is pulled, ever; the pause image and every image a pod should run must be
+ * present in the local engine.
+ */
+export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSim> {
+  const docker = dockerClient(options.docker);
+  const pauseImage = options.pauseImage ?? process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
+  try {
+    await docker.getImage(pauseImage).inspect();
+  } catch (err) {
+    throw new Error(`[kube-sim] the pause image "${pauseImage}" is not present in the Docker engine (run tools/images/build.sh): ${(err as Error).message}`, { cause: err });
+  }
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? (await mkdtemp(path.join(tmpdir(), 'kube-sim-')));
+  const tls = await generateTls(dir);
+  const token = options.token ?? randomBytes(24).toString('hex');
+  const instanceId = randomBytes(6).toString('hex');
+
+  const store = new Store(options.historyLimit ?? 1000);
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...(options.namespaces ?? [])]) {
+    store.create('namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Active' },
+    });
+  }
+  const counters = new Counters();
+  const faults = new Faults();
+  const hub = new WatchHub();
+  const agent = new NodeAgent({
+    docker,
+    store,
+    faults,
+    instance: instanceId,
+    nodeName: options.nodeName ?? 'kube-sim-node',
+    pauseImage,
+    pullBackoff: { initialMs: options.imagePullBackoff?.initialMs ?? 10_000, maxMs: options.imagePullBackoff?.maxMs ?? 300_000 },
+  });
+  let address = '127.0.0.1:0';
+  const server = createApiServer(tls, {
+    token,
+    store,
+    counters,
+    faults,
+    hub,
+    settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null },
+    serveLog: (pod, url, res) => serveLog({ docker, agent, counters, faults }, pod, url, res),
+    serverAddress: () => address,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  address = `127.0.0.1:${port}`;
+  agent.start();
+  const url = `https://127.0.0.1:${port}`;
+  const kubeconfig = renderKubeconfig({ name: 'kube-sim', server: url, caCert: tls.caCert, token });
+  const kubeconfigPath = path.join(dir, 'kubeconfig');
+  await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      hub.closeAll();
+      faults.dispose();
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await stopped;
+      await agent.close();
+      await removeInstanceObjects(docker, instanceId);
+      if (ownDir) await rm(dir, { recursive: true, force: true });
+    })();
+    return closing;
+  };
+
+  return { url, kubeconfigPath, kubeconfig, token, caCert: tls.caCert, instanceId, faults, counters, close };
+}
