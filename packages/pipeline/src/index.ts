@@ -11,3 +11,4 @@ export * from './environment.ts';
 export * from './image.ts';
 export * from './substitute.ts';
 export * from './compile.ts';
+export * from './validate.ts';

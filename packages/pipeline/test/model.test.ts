@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyBuild, marshalBuild, parseBuild, parseContainer, parseRuleset } from '../src/index.ts';
+import { emptyBuild, emptyContainer, marshalBuild, parseBuild, parseContainer, parseRuleset, validateBuild } from '../src/index.ts';
 
 // A compiled pipeline as a Vela server sends it (omitempty JSON).
 const VELA_JSON = {
@@ -105,5 +105,34 @@ describe('parseContainer and parseRuleset', () => {
     expect(c.ok && c.value.pull).toBe('not_present');
     const r = parseRuleset({ matcher: 'regex', if: { event: 'push' } });
     expect(r.ok && r.value).toMatchObject({ matcher: 'regexp', operator: 'and', if: { event: ['push'] } });
+  });
+});
+
+describe('validateBuild', () => {
+  const stage = (name: string, needs: string[], stepNames: string[] = ['s']) => ({
+    name,
+    needs,
+    independent: false,
+    environment: {},
+    steps: stepNames.map((n) => emptyContainer({ name: n })),
+  });
+
+  it('accepts a valid build, including a need of clone without a clone stage', () => {
+    expect(validateBuild(emptyBuild({ stages: [stage('a', ['clone']), stage('b', ['a', 'clone'])] }))).toEqual([]);
+  });
+
+  it('reports duplicates, unknown needs, cycles, and steps with stages', () => {
+    const build = emptyBuild({
+      steps: [emptyContainer({ name: 'x' }), emptyContainer({ name: 'x' })],
+      stages: [stage('a', ['c']), stage('b', ['a', 'nope']), stage('c', ['b'], ['s', 's']), stage('a', [])],
+    });
+    expect(validateBuild(build).map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'stages: cannot have both stages and steps at the top level of pipeline',
+      'steps[1].name: step `x` is already defined',
+      'stages[2].steps[1].name: step `s` is already defined',
+      'stages[3].name: stage `a` is already defined',
+      'stages[1].needs[1]: stage b needs unknown stage "nope"',
+      'stages: stages form a cycle through needs: a -> c -> b -> a',
+    ]);
   });
 });
