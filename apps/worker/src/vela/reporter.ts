@@ -1,0 +1,158 @@
+/**
+ * The Vela reporter: sends a build's statuses and logs to a Vela server with the build token.
+ */
+import { type Context } from '@berth/context';
+import type { BuildReport, Reporter, StepReport, Target } from '@berth/executor';
+import { type RetryOptions, type VelaClient } from './client.ts';
+import { type UploadStats, WholeLogUploader, type WholeLogUploaderOptions } from './log-upload.ts';
+import type { VelaBuild, VelaService, VelaStep } from './models.ts';
+
+/** The build a reporter reports on: at least its number and its repo's org and name. */
+export type ReportedBuild = VelaBuild & { number: number; repo: NonNullable<VelaBuild['repo']> & { org: string; name: string } };
+
+/** Options of {@link VelaReporter}. */
+export interface VelaReporterOptions {
+  /** A client carrying the build's token. */
+  client: VelaClient;
+  /** The build as the queue item (or the server) gave it; the reporter PUTs it back with each status. */
+  build: ReportedBuild;
+  /** VELA_EXECUTOR_MAX_LOG_SIZE: bytes of each log kept and uploaded; 0: no limit. */
+  maxLogSize?: number;
+  /** Tuning of the log uploads (budget, growth fraction, interval). */
+  upload?: Omit<WholeLogUploaderOptions, 'upload' | 'maxBytes' | 'onError'>;
+  /** Retries of status PUTs (default 5 attempts). */
+  statusRetry?: RetryOptions;
+  /** Retries of a log's final upload (default 6 attempts). */
+  finalLogRetry?: RetryOptions;
+  /** Where failed uploads are reported (a pino logger fits). */
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+const seconds = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : Math.floor(ms / 1000));
+
+function targetKey(t: Target): string {
+  return `${t.kind === 'service' ? 'service' : 'step'}:${t.number}`;
+}
+
+/**
+ * A {@link Reporter} for a Vela server. Statuses become `PUT …/builds/{n}`, `…/steps/{n}` and
+ * `…/services/{n}` (the init step is a step); logs are kept per step or service and uploaded
+ * whole (`PUT …/logs`, base64), throttled by a {@link WholeLogUploader} so the bytes sent stay a
+ * bounded multiple of the log's size; `closeLog` makes the final upload.
+ *
+ * Gotchas: targets numbered 0 (an init step Berth synthesized, unknown to the server) are not
+ * reported. Status and final log PUTs are retried a few times (the Go worker never retries them);
+ * non-final log uploads are not retried as such: the next one carries everything.
+ */
+export class VelaReporter implements Reporter {
+  readonly #client: VelaClient;
+  readonly #options: VelaReporterOptions;
+  readonly #uploaders = new Map<string, WholeLogUploader>();
+  readonly #finished = new Map<string, UploadStats>();
+  #build: ReportedBuild;
+
+  constructor(options: VelaReporterOptions) {
+    this.#client = options.client;
+    this.#options = options;
+    this.#build = options.build;
+  }
+
+  /** The build as last stored by the server. */
+  get build(): ReportedBuild {
+    return this.#build;
+  }
+
+  async buildStatus(ctx: Context, report: BuildReport): Promise<void> {
+    const body: ReportedBuild = {
+      ...this.#build,
+      status: report.status,
+      host: report.host,
+      runtime: report.runtime,
+      distribution: report.distribution,
+    };
+    if (report.started !== undefined) body.started = seconds(report.started)!;
+    if (report.finished !== undefined) body.finished = seconds(report.finished)!;
+    if (report.error !== undefined) body.error = report.error;
+    const stored = await this.#client.updateBuild(ctx, this.#org, this.#repo, body, { retry: this.#options.statusRetry ?? {} });
+    this.#build = { ...body, ...stored, repo: { ...body.repo, ...stored?.repo }, number: body.number };
+  }
+
+  async stepStatus(ctx: Context, report: StepReport): Promise<void> {
+    if (report.number <= 0) return;
+    const common = {
+      number: report.number,
+      name: report.name,
+      image: report.image,
+      status: report.status,
+      exit_code: report.exitCode,
+      ...(report.started === undefined ? {} : { started: seconds(report.started) }),
+      ...(report.finished === undefined ? {} : { finished: seconds(report.finished) }),
+      ...(report.error === undefined ? {} : { error: report.error }),
+      host: this.#build.host,
+      runtime: this.#build.runtime,
+      distribution: this.#build.distribution,
+    };
+    const opts = { retry: this.#options.statusRetry ?? {} };
+    if (report.kind === 'service') {
+      const service: VelaService & { number: number } = common;
+      await this.#client.updateService(ctx, this.#org, this.#repo, this.#build.number, service, opts);
+    } else {
+      const step: VelaStep & { number: number } = { ...common, stage: report.stage ?? '' };
+      await this.#client.updateStep(ctx, this.#org, this.#repo, this.#build.number, step, opts);
+    }
+  }
+
+  appendLog(ctx: Context, target: Target, chunk: Uint8Array): Promise<void> {
+    if (target.number <= 0) return Promise.resolve();
+    const key = targetKey(target);
+    let up = this.#uploaders.get(key);
+    if (!up) {
+      const kind = target.kind === 'service' ? 'services' : 'steps';
+      up = new WholeLogUploader({
+        ...this.#options.upload,
+        maxBytes: this.#options.maxLogSize ?? 0,
+        upload: (c, log, final) =>
+          this.#client.updateLog(c, this.#org, this.#repo, this.#build.number, kind, target.number, log, {
+            retry: final ? (this.#options.finalLogRetry ?? { attempts: 6 }) : { attempts: 1 },
+          }),
+        onError: (e) => this.#options.logger?.warn({ target: key, err: e instanceof Error ? e.message : String(e) }, 'log upload failed; the next upload carries it'),
+      });
+      this.#uploaders.set(key, up);
+    }
+    up.append(ctx, chunk);
+    return Promise.resolve();
+  }
+
+  async closeLog(ctx: Context, target: Target): Promise<void> {
+    const key = targetKey(target);
+    const up = this.#uploaders.get(key);
+    if (!up) return;
+    this.#uploaders.delete(key);
+    try {
+      await up.finish(ctx);
+    } finally {
+      this.#finished.set(key, up.stats());
+    }
+  }
+
+  /** Upload counters per target (`step:2`, `service:1`), open and closed logs alike. */
+  uploadStats(): Map<string, UploadStats> {
+    const all = new Map(this.#finished);
+    for (const [k, up] of this.#uploaders) all.set(k, up.stats());
+    return all;
+  }
+
+  /** Drops every log still open without a final upload (the build is being abandoned). */
+  abandon(): void {
+    for (const up of this.#uploaders.values()) up.abandon();
+    this.#uploaders.clear();
+  }
+
+  get #org(): string {
+    return this.#build.repo.org;
+  }
+
+  get #repo(): string {
+    return this.#build.repo.name;
+  }
+}
