@@ -1,0 +1,235 @@
+/**
+ * The state of one build's pod: its uid, phase and containers, fed by the worker's pod and event
+ * watches, with the pending timeout and the pod's disappearance.
+ */
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { Context } from '@berth/context';
+import type { RuntimeEvent } from '@berth/runtime';
+import { contextError, type Where } from '../errors.ts';
+import { isPullEvent } from '../pull-failures.ts';
+import { ContainerTracker } from './container-tracker.ts';
+
+/** Settings of a {@link BuildTracker}. */
+export interface BuildTrackerOptions {
+  buildId: string;
+  podName: string;
+  pauseImage: string;
+  pullGraceMs: number;
+  pendingTimeoutMs: number;
+  /** Receives Kubernetes events of the pod as `notice`s. */
+  onEvent?: ((event: RuntimeEvent) => void) | undefined;
+}
+
+/** `spec.containers{name}` → `name`. */
+const FIELD_PATH = /^spec\.(?:initContainers|containers)\{(.+)\}$/;
+
+function timeOf(value: unknown): number | undefined {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'string' && value !== '') {
+    const t = Date.parse(value);
+    return Number.isNaN(t) ? undefined : t;
+  }
+  return undefined;
+}
+
+/**
+ * Tracks one build pod and its containers. Created by setupBuild, so it is in place before the pod
+ * exists: whatever order the executor calls the other methods in, no update is missed.
+ *
+ * Gotcha: a pod of the same name with another uid is not this build's pod (it was deleted and
+ * recreated); once the uid is known, such a pod counts as this pod's deletion.
+ */
+export class BuildTracker {
+  readonly options: BuildTrackerOptions;
+  readonly buildId: string;
+  readonly podName: string;
+  readonly #byName = new Map<string, ContainerTracker>();
+  readonly #byId = new Map<string, ContainerTracker>();
+  /** The uid the API server gave the pod at creation. */
+  uid: string | undefined;
+  /** The latest (trimmed) pod object. */
+  pod: V1Pod | undefined;
+  /** Set when the pod create request went out. */
+  createdAt: number | undefined;
+  /** True once the informer has reported the pod. */
+  seen = false;
+  /** True once the pod is known to be gone (deleted, or replaced by another uid). */
+  gone = false;
+  /** Why the whole build failed (pending timeout, eviction, deletion), if it did. */
+  failure: string | undefined;
+  #pendingTimer: NodeJS.Timeout | undefined;
+  readonly #seenEvents = new Set<string>();
+  readonly #goneListeners = new Set<() => void>();
+  #lastWarning: string | undefined;
+
+  constructor(options: BuildTrackerOptions) {
+    this.options = options;
+    this.buildId = options.buildId;
+    this.podName = options.podName;
+  }
+
+  /** Adds a tracker for the container `id` named `name` in the pod (replacing an earlier one). */
+  addContainer(id: string, name: string): ContainerTracker {
+    this.#byId.get(id)?.dispose();
+    const tracker = new ContainerTracker({ id, name, pauseImage: this.options.pauseImage, pullGraceMs: this.options.pullGraceMs });
+    this.#byId.set(id, tracker);
+    this.#byName.set(name, tracker);
+    return tracker;
+  }
+
+  /** The tracker of the container `id`, if it belongs to this build. */
+  container(id: string): ContainerTracker | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Every container tracker. */
+  containers(): ContainerTracker[] {
+    return [...this.#byId.values()];
+  }
+
+  /** Marks the pod as being created now and starts the pending timeout. */
+  markCreating(now = Date.now()): void {
+    this.createdAt = now;
+    this.#startPendingTimer();
+  }
+
+  /** Records the uid of the pod the API server created. */
+  markCreated(uid: string | undefined): void {
+    if (uid) this.uid = uid;
+  }
+
+  /** Feeds a pod update (the pod's current state). */
+  observePod(pod: V1Pod): void {
+    if (this.gone) return;
+    const uid = pod.metadata?.uid;
+    if (this.uid !== undefined && uid !== undefined && uid !== this.uid) {
+      this.#markGone(`pod ${this.podName} was deleted and another pod of that name (uid ${uid}) took its place`);
+      return;
+    }
+    if (this.uid === undefined && uid !== undefined && this.createdAt !== undefined) this.uid = uid;
+    this.pod = pod;
+    this.seen = true;
+    const status = pod.status ?? {};
+    for (const containerStatus of status.containerStatuses ?? []) this.#byName.get(containerStatus.name)?.observe(containerStatus);
+    const phase = status.phase;
+    if (phase !== undefined && phase !== 'Pending') this.#clearPendingTimer();
+    if (phase === 'Failed' || phase === 'Succeeded') {
+      const why = [status.reason, status.message].filter(Boolean).join(': ');
+      this.#failUnfinished(`pod ${this.podName} ${phase === 'Failed' ? 'failed' : 'ended'}${why ? ` (${why})` : ''}`);
+    }
+  }
+
+  /** Feeds a pod deletion. */
+  observePodDeleted(pod: V1Pod): void {
+    const uid = pod.metadata?.uid;
+    if (this.uid !== undefined && uid !== undefined && uid !== this.uid) return;
+    if (this.createdAt === undefined && !this.seen) return;
+    // Statuses in the final object may carry exits we have not seen yet.
+    if (!this.gone) for (const containerStatus of pod.status?.containerStatuses ?? []) this.#byName.get(containerStatus.name)?.observe(containerStatus);
+    this.#markGone(`pod ${this.podName} was deleted`);
+  }
+
+  /** Called after a full list of the informer's scope: a pod seen before and absent now is gone. */
+  observeAbsent(): void {
+    if (this.seen) this.#markGone(`pod ${this.podName} was deleted`);
+  }
+
+  /** Feeds a Kubernetes event whose involved object is this pod. */
+  observeEvent(event: CoreV1Event): void {
+    const involved = event.involvedObject;
+    if (this.uid !== undefined && involved.uid && involved.uid !== this.uid) return;
+    const key = `${event.metadata?.uid ?? event.metadata?.name ?? ''}/${event.count ?? 0}/${event.message ?? ''}`;
+    if (this.#seenEvents.has(key)) return;
+    this.#seenEvents.add(key);
+    const reason = event.reason ?? '';
+    const message = event.message ?? '';
+    const at = timeOf(event.lastTimestamp) ?? timeOf(event.eventTime) ?? timeOf(event.firstTimestamp);
+    const match = FIELD_PATH.exec(involved.fieldPath ?? '');
+    const container = match?.[1] === undefined ? undefined : this.#byName.get(match[1]);
+    if (event.type === 'Warning') this.#lastWarning = `${reason}: ${message}`;
+    if (container && isPullEvent(reason, message)) container.observePullEvent(reason, message, at);
+    if (!this.options.onEvent) return;
+    if (container) {
+      // Events about the pause container (pulled, created, started) are not the step's.
+      if (container.requestedAt === undefined) return;
+      if (at !== undefined && at < container.requestedAt - 2_000) return;
+    } else if (match) {
+      return;
+    }
+    try {
+      this.options.onEvent({ type: 'notice', buildId: this.buildId, containerId: container?.id ?? '', reason, message });
+    } catch {
+      // onEvent must not throw; a throwing one must not break tracking.
+    }
+  }
+
+  /** Resolves once the pod is gone; rejects with the ctx's error when ctx ends first. */
+  waitGone(ctx: Context, where: Where): Promise<void> {
+    if (this.gone) return Promise.resolve();
+    if (ctx.signal.aborted) return Promise.reject(contextError(ctx, where));
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        cleanup();
+        resolve();
+      };
+      const onAbort = (): void => {
+        cleanup();
+        reject(contextError(ctx, where));
+      };
+      const cleanup = (): void => {
+        this.#goneListeners.delete(done);
+        ctx.signal.removeEventListener('abort', onAbort);
+      };
+      this.#goneListeners.add(done);
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Clears every timer of the build and its containers. */
+  dispose(): void {
+    this.#clearPendingTimer();
+    for (const container of this.#byId.values()) container.dispose();
+  }
+
+  #markGone(why: string): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.#clearPendingTimer();
+    this.#failUnfinished(why);
+    for (const listener of [...this.#goneListeners]) listener();
+  }
+
+  #failUnfinished(why: string): void {
+    this.failure ??= why;
+    for (const container of this.#byId.values()) container.fail('ContainerFailed', why);
+  }
+
+  #startPendingTimer(): void {
+    this.#clearPendingTimer();
+    this.#pendingTimer = setTimeout(() => {
+      this.#pendingTimer = undefined;
+      if (this.gone || (this.pod?.status?.phase !== undefined && this.pod.status.phase !== 'Pending')) return;
+      this.#failUnfinished(`pod ${this.podName} stayed Pending for ${Math.round(this.options.pendingTimeoutMs / 1000)} s${this.#pendingDiagnosis()}`);
+    }, this.options.pendingTimeoutMs);
+  }
+
+  #clearPendingTimer(): void {
+    clearTimeout(this.#pendingTimer);
+    this.#pendingTimer = undefined;
+  }
+
+  #pendingDiagnosis(): string {
+    const parts: string[] = [];
+    const status = this.pod?.status;
+    if (!this.seen) parts.push('the pod was never reported by the API server');
+    for (const condition of status?.conditions ?? []) {
+      if (condition.status !== 'True' && (condition.reason || condition.message)) parts.push(`${condition.type} ${condition.reason ?? ''}${condition.message ? `: ${condition.message}` : ''}`.trim());
+    }
+    for (const c of status?.containerStatuses ?? []) {
+      const waiting = c.state?.waiting;
+      if (waiting?.reason && waiting.reason !== 'ContainerCreating') parts.push(`${c.name} ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`);
+    }
+    if (this.#lastWarning) parts.push(`last warning ${this.#lastWarning}`);
+    return parts.length > 0 ? ` (${parts.join('; ')})` : '';
+  }
+}

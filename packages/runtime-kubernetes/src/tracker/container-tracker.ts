@@ -1,0 +1,240 @@
+/**
+ * The state of one container of a build pod, as the pod watch reports it: whether the step's own
+ * image is running yet, its exit, and why it waits.
+ */
+import type { V1ContainerStatus } from '@kubernetes/client-node';
+import { type Context } from '@berth/context';
+import { parseImageReference } from '@berth/pipeline';
+import type { ContainerExit, ContainerStatus, RuntimeError, RuntimeErrorCode } from '@berth/runtime';
+import { contextError, runtimeError, type Where } from '../errors.ts';
+import { failureCodeOf, WAITING_REASONS } from '../pull-failures.ts';
+
+/** Where a container is in its life. */
+export type ContainerPhase = 'created' | 'starting' | 'running' | 'exited' | 'failed';
+
+/** Compares two image references by their normalised form (`alpine` = `docker.io/library/alpine:latest`). */
+export function sameImage(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined) return false;
+  if (a === b) return true;
+  const norm = (ref: string): string => {
+    const parsed = parseImageReference(ref.replace(/^docker-pullable:\/\//, ''));
+    return parsed.ok ? parsed.reference.normalized : ref;
+  };
+  return norm(a) === norm(b);
+}
+
+/** Settings of a {@link ContainerTracker}. */
+export interface ContainerTrackerOptions {
+  /** The pipeline container id. */
+  id: string;
+  /** Its name in the pod. */
+  name: string;
+  /** The pause image it starts on. */
+  pauseImage: string;
+  /** How long a pull failure (see the table) may last before the step fails. */
+  pullGraceMs: number;
+}
+
+/**
+ * Tracks one container. Statuses of the pause container (before `runContainer`, and the pause's own
+ * exit when the kubelet swaps images) are told apart from the step's by image and restart count.
+ *
+ * Gotcha: every transition is one-way: once `exited` or `failed`, later statuses are ignored.
+ */
+export class ContainerTracker {
+  readonly id: string;
+  readonly name: string;
+  readonly options: ContainerTrackerOptions;
+  /** The step's image once `runContainer` asked for it. */
+  image: string | undefined;
+  /** When `runContainer` asked for the image (ms since epoch). */
+  requestedAt: number | undefined;
+  /** The latest status the pod reported for this container, pause or not. */
+  latest: V1ContainerStatus | undefined;
+  exit: ContainerExit | undefined;
+  failure: RuntimeError | undefined;
+  /** The current waiting reason and message of the step's image, if it waits. */
+  waiting: { reason: string; message: string } | undefined;
+  /** The last pull-failure message the kubelet's events gave. */
+  eventMessage: string | undefined;
+  /** Set by removeContainer: the container no longer exists for the executor. */
+  removed = false;
+  #phase: ContainerPhase = 'created';
+  #restartBaseline = 0;
+  #graceTimer: NodeJS.Timeout | undefined;
+  #graceReason: string | undefined;
+  readonly #listeners = new Set<() => void>();
+
+  constructor(options: ContainerTrackerOptions) {
+    this.options = options;
+    this.id = options.id;
+    this.name = options.name;
+  }
+
+  get phase(): ContainerPhase {
+    return this.#phase;
+  }
+
+  /** True once the step's image runs or ran (logs of this container are the step's). */
+  get started(): boolean {
+    return this.#phase === 'running' || this.#phase === 'exited';
+  }
+
+  /** True once exited or failed. */
+  get finished(): boolean {
+    return this.#phase === 'exited' || this.#phase === 'failed';
+  }
+
+  /** Records that `runContainer` swapped in `image`: from now on, statuses of that image are the step's. */
+  markRequested(image: string, now = Date.now()): void {
+    if (this.image !== undefined) return;
+    this.image = image;
+    this.requestedAt = now;
+    this.#restartBaseline = this.latest?.restartCount ?? 0;
+    if (this.#phase === 'created') this.#set('starting');
+    else this.#notify();
+  }
+
+  /** True when `status` describes the step's image rather than the pause container. */
+  isStepStatus(status: V1ContainerStatus): boolean {
+    if (this.image === undefined) return false;
+    if (sameImage(this.image, this.options.pauseImage)) return (status.restartCount ?? 0) > this.#restartBaseline;
+    if (sameImage(status.image, this.image)) return true;
+    return (status.restartCount ?? 0) > this.#restartBaseline && !sameImage(status.image, this.options.pauseImage);
+  }
+
+  /** Feeds the container's status from a pod update. */
+  observe(status: V1ContainerStatus): void {
+    this.latest = status;
+    if (this.finished || !this.isStepStatus(status)) {
+      this.#notify();
+      return;
+    }
+    const state = status.state ?? {};
+    if (state.terminated) {
+      this.#clearGrace();
+      this.waiting = undefined;
+      const { exitCode, reason } = state.terminated;
+      this.exit = reason ? { exitCode, reason } : { exitCode };
+      this.#set('exited');
+      return;
+    }
+    if (state.running) {
+      this.#clearGrace();
+      this.waiting = undefined;
+      this.#set('running');
+      return;
+    }
+    if (state.waiting) {
+      const reason = state.waiting.reason ?? '';
+      const message = state.waiting.message ?? '';
+      this.waiting = { reason, message };
+      const policy = WAITING_REASONS[reason];
+      if (policy?.when === 'now') this.#failForReason(reason, message);
+      else if (policy?.when === 'grace') this.#startGrace(reason);
+      this.#notify();
+      return;
+    }
+    this.#notify();
+  }
+
+  /** Feeds a kubelet event about this container's pull (reason `Failed`, `BackOff`, …). */
+  observePullEvent(reason: string, message: string, at: number | undefined): void {
+    // `Error: ErrImagePull` says less than the `Failed to pull image …` event before it.
+    if (!/^Error: \w+$/.test(message) || this.eventMessage === undefined) this.eventMessage = message;
+    if (this.finished || this.requestedAt === undefined) return;
+    // Events about the pause image precede the request; allow for clock skew.
+    if (at !== undefined && at < this.requestedAt - 2_000) return;
+    if (reason === 'InspectFailed') this.#failForReason('InvalidImageName', message);
+    else this.#startGrace(this.waiting?.reason ?? 'ErrImagePull');
+    this.#notify();
+  }
+
+  /** Fails the container (if it has not finished) with `code` and `detail`. */
+  fail(code: RuntimeErrorCode, detail: string, cause?: unknown): void {
+    if (this.finished) return;
+    this.#clearGrace();
+    this.failure = runtimeError(code, detail, { operation: 'waitContainer', subject: this.id }, cause);
+    this.#set('failed');
+  }
+
+  /** The state for `inspectContainer`. */
+  status(): ContainerStatus {
+    if (this.#phase === 'exited' && this.exit) return { state: 'exited', exitCode: this.exit.exitCode, ...(this.exit.reason ? { reason: this.exit.reason } : {}) };
+    if (this.#phase === 'running') return { state: 'running' };
+    const reason = this.failure ? this.waiting?.reason ?? this.failure.code : this.waiting?.reason;
+    return reason ? { state: 'created', reason } : { state: 'created' };
+  }
+
+  /**
+   * Resolves once `predicate()` holds (checked now and after every change); rejects with the ctx's
+   * error when ctx ends first.
+   */
+  until(ctx: Context, where: Where, predicate: () => boolean): Promise<void> {
+    if (predicate()) return Promise.resolve();
+    if (ctx.signal.aborted) return Promise.reject(contextError(ctx, where));
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!predicate()) return;
+        cleanup();
+        resolve();
+      };
+      const onAbort = (): void => {
+        cleanup();
+        reject(contextError(ctx, where));
+      };
+      const cleanup = (): void => {
+        this.#listeners.delete(check);
+        ctx.signal.removeEventListener('abort', onAbort);
+      };
+      this.#listeners.add(check);
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Calls `listener` after every change; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Clears timers. */
+  dispose(): void {
+    this.#clearGrace();
+  }
+
+  #failForReason(reason: string, message: string): void {
+    const code = failureCodeOf(reason, message || this.eventMessage || '') ?? 'ContainerFailed';
+    const text = message || this.eventMessage || '(no message from the kubelet)';
+    const detail =
+      reason === 'InvalidImageName'
+        ? `image ${JSON.stringify(this.image)} is not a valid reference (${reason}): ${text}`
+        : `image ${JSON.stringify(this.image)} could not be started (${reason}) for ${Math.round(this.options.pullGraceMs / 100) / 10} s: ${text}`;
+    this.fail(code, detail);
+  }
+
+  #startGrace(reason: string): void {
+    this.#graceReason = reason;
+    if (this.#graceTimer !== undefined || this.finished) return;
+    this.#graceTimer = setTimeout(() => {
+      this.#graceTimer = undefined;
+      if (this.started || this.finished) return;
+      const current = this.waiting?.reason && WAITING_REASONS[this.waiting.reason] ? this.waiting : { reason: this.#graceReason ?? 'ErrImagePull', message: '' };
+      this.#failForReason(current.reason, current.message || this.eventMessage || '');
+    }, this.options.pullGraceMs);
+  }
+
+  #clearGrace(): void {
+    clearTimeout(this.#graceTimer);
+    this.#graceTimer = undefined;
+  }
+
+  #set(phase: ContainerPhase): void {
+    this.#phase = phase;
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const listener of [...this.#listeners]) listener();
+  }
+}

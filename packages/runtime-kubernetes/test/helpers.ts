@@ -1,0 +1,42 @@
+import { startKubeSim, type KubeSim, type KubeSimOptions } from '@berth/kube-sim';
+import { background, withTimeout } from '@berth/context';
+import { type Build, type Container } from '@berth/pipeline';
+import type { RuntimeConfig } from '@berth/runtime';
+import { conformanceBuild, conformanceStep } from '@berth/runtime-conformance';
+import { createKubernetesRuntime, type KubernetesRuntime, type KubernetesRuntimeOptions } from '../src/index.ts';
+
+/** The images the tests run (present in the local Docker engine; nothing is pulled). */
+export const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
+export const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
+
+/** Short timings for tests: the defaults (30 s grace, 5 min pending) are for production. */
+export const TEST_OPTIONS: KubernetesRuntimeOptions = {
+  pauseImage: PAUSE,
+  pullGraceMs: 1_500,
+  pendingTimeoutMs: 60_000,
+  watchSilenceMs: 30_000,
+  watchBackoffMaxMs: 1_000,
+};
+
+/** Starts a kube-sim with fast image-pull back-off and bookmarks. */
+export function startSim(options: KubeSimOptions = {}): Promise<KubeSim> {
+  return startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 2_000, ...options });
+}
+
+/** A runtime against `sim`. */
+export async function simRuntime(sim: KubeSim, config: Partial<RuntimeConfig> = {}, options: KubernetesRuntimeOptions = {}): Promise<KubernetesRuntime> {
+  const [ctx, cancel] = withTimeout(background(), 30_000);
+  try {
+    return await createKubernetesRuntime(ctx, { workerId: `test-${Math.random().toString(16).slice(2, 10)}`, ...config }, { kubeconfig: sim.kubeconfig, ...TEST_OPTIONS, ...options });
+  } finally {
+    cancel();
+  }
+}
+
+/** A build of `steps` busybox steps, each running `script(i)`. */
+export function buildOf(count: number, script: (i: number) => string[], fields: Partial<Container> = {}): { build: Build; steps: Container[] } {
+  const build = conformanceBuild();
+  const steps = Array.from({ length: count }, (_, i) => conformanceStep(build, `s${i}`, i + 1, { image: BUSYBOX, script: script(i), ...fields }));
+  build.steps = steps;
+  return { build, steps };
+}
