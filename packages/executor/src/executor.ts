@@ -102,14 +102,14 @@ export interface BuildContexts {
    * `withTimeout(withoutCancel(build), cleanup limit)`, made on the first call so that its limit
    * starts when destroying does.
    */
-  destroy(): Context;
+  readonly destroy: () => Context;
   /**
    * The build is over: cancels the build ctx, so exec ends and log streams still running get the
    * log-streaming grace. Does not count as a cancel of the build.
    */
-  end(): void;
+  readonly end: () => void;
   /** Cancels every context of the build now and clears their timers. Call it last. */
-  release(): void;
+  readonly release: () => void;
 }
 
 /** The cause `release()` cancels the build ctx with: the build is over, nobody cancelled it. */
@@ -274,6 +274,7 @@ export class Executor {
   #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
   #unregisterEvents: (() => void) | undefined;
   #execDone = false;
+  #initChain: Promise<void> = Promise.resolve();
   #destroyed = false;
 
   constructor(options: ExecutorOptions) {
@@ -455,7 +456,8 @@ export class Executor {
     const init = this.#init;
     init.status = 'success';
     init.finished = Date.now();
-    await this.#closeInit();
+    // Not awaited: the init log reaches the reporter while the build goes on; destroyBuild waits for it.
+    void this.#closeInit();
     await this.#reportStep(init);
   }
 
@@ -593,7 +595,7 @@ export class Executor {
     const run = this.#run(container);
     this.#prepareEnvironment(container);
     container.detach = true;
-    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build));
+    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.created = true;
   }
 
@@ -631,7 +633,7 @@ export class Executor {
     if (run.kind === 'init') return;
     this.#prepareEnvironment(container);
     if (container.commands.length > 0) Object.assign(container, applyScript(container));
-    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build));
+    await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.created = true;
   }
 
@@ -668,7 +670,8 @@ export class Executor {
     run.status = statusOfExit(exit.exitCode);
     run.finished = Date.now();
     if (run.status === 'failure') {
-      run.error = `exited with code ${exit.exitCode}${exit.reason !== undefined && exit.reason !== '' ? ` (${exit.reason})` : ''}`;
+      const reason = exit.reason !== undefined && !['', 'Error', 'Completed'].includes(exit.reason) ? ` (${exit.reason})` : '';
+      run.error = `exited with code ${exit.exitCode}${reason}`;
       if (!container.ruleset.continue) this.#failed = true;
     }
     await this.#reportStep(run);
@@ -784,7 +787,8 @@ export class Executor {
       return await call();
     } catch (error) {
       const interruption = ctx !== undefined && ctx.signal.aborted ? this.#interruption(ctx) : undefined;
-      if (run.kind !== 'init' && !isFinal(run.status)) {
+      // A container interrupted before it ran stays pending: destroyBuild says canceled or killed.
+      if (run.kind !== 'init' && !isFinal(run.status) && (interruption === undefined || run.status === 'running')) {
         if (interruption !== undefined) {
           this.#markInterrupted(run, interruption);
         } else {
@@ -931,10 +935,14 @@ export class Executor {
     const logs = this.#options.logs ?? {};
     run.writer = new LogWriter(
       {
-        append: (chunk) =>
-          this.#reporter.appendLog(appendCtx(), target, chunk).catch((error: unknown) => {
+        append: (chunk) => {
+          const ctx = appendCtx();
+          // Once the stream ctx ended (a cancel, after its grace) the rest of the log is dropped.
+          if (ctx.signal.aborted) return Promise.resolve();
+          return this.#reporter.appendLog(ctx, target, chunk).catch((error: unknown) => {
             this.#log.warn?.(`reporter appendLog ${target.name}: ${messageOf(error)}`);
-          }),
+          });
+        },
         close: () =>
           this.#reporter.closeLog(this.#reportCtx, target).catch((error: unknown) => {
             this.#log.warn?.(`reporter closeLog ${target.name}: ${messageOf(error)}`);
@@ -945,16 +953,22 @@ export class Executor {
     return run.writer;
   }
 
-  async #initLine(text: string): Promise<void> {
-    if (text === '') return;
+  /**
+   * Appends to the init log without waiting for the reporter: the setup phases are not slowed by
+   * a slow reporter (the init log is small). Lines are delivered in order; #closeInit waits for them.
+   */
+  #initLine(text: string): Promise<void> {
+    if (text === '') return Promise.resolve();
     const writer = this.#writer(this.#init, () => this.#reportCtx);
-    await writer.write(text.endsWith('\n') ? text : `${text}\n`);
+    const line = text.endsWith('\n') ? text : `${text}\n`;
+    this.#initChain = this.#initChain.then(() => writer.write(line));
+    return Promise.resolve();
   }
 
   async #closeInit(): Promise<void> {
-    await this.#init.writer?.close();
+    await this.#initChain;
     // An init log nobody wrote to is still complete.
-    if (this.#init.writer === undefined) await this.#writer(this.#init, () => this.#reportCtx).close();
+    await this.#writer(this.#init, () => this.#reportCtx).close();
   }
 
   async #requestStream(ctx: Context, run: ContainerRun): Promise<void> {

@@ -1,10 +1,14 @@
-import { background } from '@berth/context';
+import { background, withCancel } from '@berth/context';
 import { describe, expect, it } from 'vitest';
+import { Executor } from '../src/executor.ts';
+import { RuntimeEventRouter } from '../src/events.ts';
 import { runBuild } from '../src/run-build.ts';
-import { ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
+import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
 
-describe('runBuild on the dummy runtime', () => {
-  it('runs steps in order and succeeds', async () => {
+const sh = (script: string) => ({ entrypoint: ['sh', '-c'], commands: [script] });
+
+describe('steps', () => {
+  it('run in order and the build succeeds; the init step holds the setup log', async () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();
     const build = makeBuild({ steps: [ctn('one', { commands: ['echo hello one'] }), ctn('two', { commands: ['echo hello two'] })] });
@@ -12,9 +16,359 @@ describe('runBuild on the dummy runtime', () => {
     expect(result.status).toBe('success');
     expect(reporter.statuses('one')).toEqual(['running', 'success']);
     expect(reporter.statuses('two')).toEqual(['running', 'success']);
-    expect(reporter.log('one')).toContain('hello one');
+    const one = reporter.last('one');
+    const two = reporter.last('two');
+    expect(one?.exitCode).toBe(0);
+    expect((one?.finished ?? Infinity) <= (two?.started ?? 0)).toBe(true);
+    expect(reporter.log('one')).toContain('$ echo hello one\nhello one\n');
     expect(reporter.log('two')).toContain('hello two');
-    expect(reporter.log('init')).toContain('runtime: dummy');
+    const init = reporter.log('init');
+    expect(init).toContain('host: test-host');
+    expect(init).toContain('runtime: dummy');
+    expect(init).toContain('> Inspecting runtime network...');
+    expect(init).toContain('> Inspecting runtime volume...');
+    expect(init).toContain('> Preparing step image');
+    expect(reporter.statuses('init')).toEqual(['running', 'success']);
     expect(reporter.builds.map((b) => b.status)).toEqual(['running', 'success']);
+    // Every log was closed exactly once.
+    expect([...reporter.closed].sort()).toEqual(['init', 'one', 'two']);
+  });
+
+  it('a failing step fails the build; later steps are skipped; its exit code is reported', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('bad', { commands: ['echo failing', 'exit 3'] }), ctn('after', { commands: ['echo never'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('failure');
+    expect(reporter.last('bad')).toMatchObject({ status: 'failure', exitCode: 3, error: 'exited with code 3' });
+    expect(reporter.statuses('after')).toEqual(['skipped']);
+    expect(reporter.log('after')).toBe('');
+  });
+
+  it('a failing step with continue does not fail the build', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const bad = ctn('bad', { commands: ['exit 1'] });
+    bad.ruleset.continue = true;
+    const build = makeBuild({ steps: [bad, ctn('after', { commands: ['echo after'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    expect(reporter.last('bad')).toMatchObject({ status: 'failure', exitCode: 1, continueOnFailure: true });
+    expect(reporter.last('after')?.status).toBe('success');
+  });
+
+  it('status rules are evaluated when the step is reached, against the status so far', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const onFailure = ctn('notify', { commands: ['echo notifying'] });
+    onFailure.ruleset.if.status = ['failure'];
+    const onSuccess = ctn('deploy', { commands: ['echo deploying'] });
+    onSuccess.ruleset.if.status = ['success'];
+    const always = ctn('always', { commands: ['echo always'] });
+    always.ruleset.if.status = ['success', 'failure'];
+    const earlyNotify = ctn('early-notify', { commands: ['echo early'] });
+    earlyNotify.ruleset.if.status = ['failure'];
+    const build = makeBuild({ steps: [earlyNotify, ctn('bad', { commands: ['exit 2'] }), onFailure, onSuccess, always] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('failure');
+    expect(reporter.last('early-notify')?.status).toBe('skipped');
+    expect(reporter.last('notify')?.status).toBe('success');
+    expect(reporter.last('deploy')?.status).toBe('skipped');
+    expect(reporter.last('always')?.status).toBe('success');
+  });
+
+  it('branch and event rules use the rule data', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const onMain = ctn('on-main', { commands: ['echo main'] });
+    onMain.ruleset.if.branch = ['main'];
+    onMain.ruleset.if.status = ['success'];
+    const onDev = ctn('on-dev', { commands: ['echo dev'] });
+    onDev.ruleset.if.branch = ['dev'];
+    onDev.ruleset.if.status = ['success'];
+    const build = makeBuild({ steps: [onMain, onDev] });
+    const result = await runBuild(background(), { build, runtime, reporter, ruleData: { branch: 'main', event: 'push' } });
+    expect(result.status).toBe('success');
+    expect(reporter.last('on-main')?.status).toBe('success');
+    expect(reporter.last('on-dev')?.status).toBe('skipped');
+  });
+
+  it('a ruleset that cannot be evaluated errors the step and the build', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const odd = ctn('odd', { commands: ['echo x'] });
+    odd.ruleset.if.eval = 'VELA_BUILD_EVENT == "push"';
+    odd.ruleset.if.status = ['success'];
+    const result = await runBuild(background(), { build: makeBuild({ steps: [odd, ctn('next', { commands: ['true'] })] }), runtime, reporter });
+    expect(result.status).toBe('error');
+    expect(reporter.last('odd')?.status).toBe('error');
+    expect(reporter.last('odd')?.error).toMatch(/eval/);
+    expect(reporter.last('next')).toMatchObject({ status: 'killed', exitCode: 137 });
+  });
+
+  it('a container that cannot start errors the step and the build; steps not reached are killed', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('broken', { commands: ['true'], environment: { DUMMY_START_FAIL: 'no such device' } }), ctn('after', { commands: ['true'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('error');
+    expect(result.build.error).toMatch(/broken.*no such device/);
+    expect(reporter.last('broken')).toMatchObject({ status: 'error' });
+    expect(reporter.last('broken')?.error).toMatch(/could not start: no such device/);
+    expect(reporter.last('after')).toMatchObject({ status: 'killed', exitCode: 137 });
+  });
+
+  it('a missing image fails the init step and errors the build before anything runs', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('one', { commands: ['true'] }), ctn('missing', { image: 'berth/none:1', pull: 'never', commands: ['true'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('error');
+    expect(reporter.last('init')).toMatchObject({ status: 'failure' });
+    expect(reporter.last('init')?.error).toMatch(/berth\/none:1.*not found locally/);
+    expect(reporter.log('init')).toMatch(/not found locally/);
+    expect(reporter.last('missing')?.status).toBe('error');
+    expect(reporter.last('one')?.status).toBe('killed');
+    // Nothing is left on the engine.
+    expect(engine.containers.size).toBe(0);
+    expect(engine.networks.size).toBe(0);
+    expect(engine.volumes.size).toBe(0);
+  });
+
+  it('a detached step runs in the background and is stopped at the end', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [ctn('bg', { detach: true, ...sh('echo bg started; sleep 60') }), ctn('fg', { commands: ['echo fg'] }), ctn('bg-fail', { detach: true, ...sh('exit 4') }), ctn('wait', { commands: ['sleep 0.1'] })],
+    });
+    const started = Date.now();
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.status).toBe('success');
+    expect(reporter.last('bg')).toMatchObject({ status: 'success', detached: true });
+    expect(reporter.log('bg')).toContain('bg started');
+    // A detached step that failed reports it without failing the build.
+    expect(reporter.last('bg-fail')).toMatchObject({ status: 'failure', exitCode: 4 });
+    expect(engine.containers.size).toBe(0);
+  });
+});
+
+describe('services', () => {
+  it('run detached, are reached by name, and are stopped at the end without holding the build up', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      services: [ctn('web', sh('mkdir -p /www && echo pong > /www/index.html && echo serving && httpd -f -p 8080 -h /www'))],
+      steps: [ctn('client', { commands: ['for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O - http://web:8080/index.html && exit 0; sleep 0.1; done; exit 1'] })],
+    });
+    const started = Date.now();
+    // A long log-streaming grace: the build must not wait for it (Vela community issue 890).
+    const result = await runBuild(background(), { build, runtime, reporter, logStreamingGraceMs: 60_000 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.status).toBe('success');
+    expect(reporter.log('client')).toContain('pong');
+    expect(reporter.statuses('web')).toEqual(['running', 'success']);
+    expect(reporter.last('web')).toMatchObject({ kind: 'service', detached: true });
+    expect(reporter.log('web')).toContain('serving');
+    expect(reporter.closed).toContain('web');
+    expect(engine.containers.size).toBe(0);
+  });
+
+  it('a service that keeps logging does not hold the build up', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      services: [ctn('chatty', sh('while true; do echo tick; sleep 0.01; done'))],
+      steps: [ctn('work', { commands: ['sleep 0.2'] })],
+    });
+    const started = Date.now();
+    const result = await runBuild(background(), { build, runtime, reporter, logStreamingGraceMs: 60_000 });
+    expect(result.status).toBe('success');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(reporter.log('chatty')).toContain('tick\ntick\n');
+  });
+});
+
+describe('stages', () => {
+  it('run as a DAG on needs', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [
+        stage('build', [ctn('compile', { commands: ['sleep 0.1', 'echo compiled'] })]),
+        stage('lint', [ctn('lint', { commands: ['sleep 0.1'] })]),
+        stage('test', [ctn('unit', { commands: ['echo unit'] }), ctn('integration', { commands: ['echo integration'] })], { needs: ['build'] }),
+        stage('publish', [ctn('push', { commands: ['echo push'] })], { needs: ['test', 'lint', 'not-a-stage'] }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    const at = (name: string, key: 'started' | 'finished') => reporter.last(name)?.[key] ?? NaN;
+    expect(at('unit', 'started')).toBeGreaterThanOrEqual(at('compile', 'finished'));
+    expect(at('integration', 'started')).toBeGreaterThanOrEqual(at('unit', 'finished'));
+    expect(at('push', 'started')).toBeGreaterThanOrEqual(at('integration', 'finished'));
+    expect(at('push', 'started')).toBeGreaterThanOrEqual(at('lint', 'finished'));
+    // build and lint ran side by side.
+    expect(at('lint', 'started')).toBeLessThan(at('compile', 'finished'));
+    expect(reporter.last('unit')?.stage).toBe('test');
+  });
+
+  it('a failure stops later steps of stages that are not independent, and not of independent ones', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [
+        stage('a', [ctn('a-fail', { commands: ['exit 1'] })]),
+        stage('b', [ctn('b-wait', { commands: ['sleep 0.3'] }), ctn('b-next', { commands: ['echo b'] })]),
+        stage('c', [ctn('c-wait', { commands: ['sleep 0.3'] }), ctn('c-next', { commands: ['echo c'] })], { independent: true }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('failure');
+    expect(reporter.last('a-fail')?.status).toBe('failure');
+    // The step that was running goes on; the next is skipped (Vela: the build's status is failure).
+    expect(reporter.last('b-wait')?.status).toBe('success');
+    expect(reporter.last('b-next')?.status).toBe('skipped');
+    expect(reporter.last('c-next')?.status).toBe('success');
+  });
+
+  it('stages that need each other in a cycle error the build at create', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [stage('x', [ctn('x1', { commands: ['true'] })], { needs: ['y'] }), stage('y', [ctn('y1', { commands: ['true'] })], { needs: ['x'] })],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('error');
+    expect(result.build.error).toMatch(/cycle \((x → y → x|y → x → y)\)/);
+    expect(reporter.last('init')?.status).toBe('failure');
+  });
+
+  it('a stage that errors stops the others and its dependents', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [
+        stage('broken', [ctn('cannot-start', { commands: ['true'], environment: { DUMMY_START_FAIL: 'boom' } })]),
+        stage('slow', [ctn('slow-1', { commands: ['sleep 30'] })]),
+        stage('after', [ctn('after-1', { commands: ['true'] })], { needs: ['broken'] }),
+      ],
+    });
+    const started = Date.now();
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.status).toBe('error');
+    expect(reporter.last('cannot-start')?.status).toBe('error');
+    expect(reporter.last('slow-1')).toMatchObject({ status: 'killed', exitCode: 137 });
+    expect(reporter.last('after-1')).toMatchObject({ status: 'killed', exitCode: 137 });
+  });
+});
+
+describe('secrets and logs', () => {
+  it('masks secret values in step, service and init logs and in error messages', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const multi = 'line-one\nline-two';
+    const build = makeBuild({
+      secrets: [secret('token', 'hunter2-token'), secret('cert', multi), secret('lazy', 'lazy-value-42')],
+      services: [ctn('svc', { ...sh('echo service sees $TOKEN; sleep 60'), secrets: [{ source: 'token', target: 'TOKEN' }] })],
+      steps: [
+        ctn('show', {
+          commands: ['echo "token=$TOKEN"', 'printf "%s\\n" "$CERT"', 'echo "lazy=$LAZY"', 'echo done'],
+          secrets: [
+            { source: 'token', target: 'TOKEN' },
+            { source: 'cert', target: 'CERT' },
+            { source: 'lazy', target: 'LAZY' },
+          ],
+        }),
+      ],
+    });
+    build.secrets[2]!.pull = 'step_start';
+    const loaded: string[] = [];
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      loadSecret: (_ctx, s) => {
+        loaded.push(s.name);
+        return Promise.resolve(s.value);
+      },
+    });
+    expect(result.status).toBe('success');
+    const log = reporter.log('show');
+    expect(log).toContain('token=***');
+    expect(log).toContain('lazy=***');
+    expect(log).toContain('***\n');
+    expect(log).not.toContain('hunter2');
+    expect(log).not.toContain('line-one');
+    expect(log).not.toContain('lazy-value');
+    expect(reporter.log('svc')).toContain('service sees ***');
+    expect(reporter.log('init')).toContain('> Loaded secret <token>');
+    expect(reporter.log('init')).toContain('secret <lazy> lazy loaded');
+    expect(reporter.log('init')).not.toContain('hunter2');
+    expect(loaded.sort()).toEqual(['cert', 'lazy', 'token']);
+  });
+
+  it('caps a step log, with a marker, keeping the tail', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('loud', { commands: ['seq 1 20000', 'echo last-line'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter, logs: { limits: { maxBytes: 8192, tailBytes: 1024 } } });
+    expect(result.status).toBe('success');
+    const log = reporter.log('loud');
+    expect(log).toContain('this log is over its 8.0 KiB cap');
+    expect(log).toMatch(/log truncated: .* dropped/);
+    expect(log.endsWith('last-line\n')).toBe(true);
+    expect(log).toContain('\n20000\n');
+    expect(Buffer.byteLength(log)).toBeLessThan(8192 + 400);
+  });
+
+  it('routes runtime events (pull progress) to the reporter by container', async () => {
+    const events = new RuntimeEventRouter();
+    const { runtime } = await dummy({ onEvent: events.onEvent });
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('pulled', { image: 'alpine:3', pull: 'always', commands: ['true'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter, events });
+    expect(result.status).toBe('success');
+    expect(reporter.events.map((e) => [e.target.name, e.event.type])).toContainEqual(['pulled', 'pull']);
+    expect(events.size).toBe(0);
+  });
+
+  it('delivers logs in batches with backpressure from a slow reporter, and nothing twice', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    reporter.appendDelayMs = 2;
+    const build = makeBuild({ steps: [ctn('many', { commands: ['seq 1 30000'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter, logs: { batchBytes: 4096, limits: { maxBytes: Infinity } } });
+    expect(result.status).toBe('success');
+    const chunks = reporter.chunks.get('many') ?? [];
+    expect(chunks.length).toBeGreaterThan(10);
+    expect(chunks.every((c) => c.length <= 4096)).toBe(true);
+    const expected = Array.from({ length: 30000 }, (_, i) => `${i + 1}\n`).join('');
+    expect(reporter.log('many')).toBe(`$ seq 1 30000\n${expected}`);
+  });
+});
+
+describe('the lifecycle methods, driven by hand', () => {
+  it('mirror Vela: create, plan, assemble, exec with stream alongside, destroy', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    const executor = new Executor({ build: makeBuild({ steps: [ctn('one', { commands: ['echo manual'] })] }), runtime, reporter });
+    const [ctx, cancel] = withCancel(background());
+    const streaming = executor.streamBuild(ctx);
+    await executor.createBuild(ctx);
+    expect(executor.status).toBe('running');
+    await executor.planBuild(ctx);
+    expect(engine.networks.size).toBe(1);
+    await executor.assembleBuild(ctx);
+    expect(engine.containers.size).toBe(1);
+    await executor.execBuild(ctx);
+    await executor.destroyBuild(ctx);
+    await streaming;
+    cancel();
+    expect(executor.status).toBe('success');
+    expect(reporter.log('one')).toContain('manual');
+    expect(engine.containers.size).toBe(0);
+    expect(executor.build.steps[0]?.image).toBe(BUSYBOX);
   });
 });

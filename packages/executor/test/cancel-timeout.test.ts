@@ -1,0 +1,198 @@
+import { background, withCancel } from '@berth/context';
+import { describe, expect, it } from 'vitest';
+import type { Executor } from '../src/executor.ts';
+import { runBuild } from '../src/run-build.ts';
+import { ctn, dummy, makeBuild, RecordingReporter } from './helpers.ts';
+import { type RuntimeMethod, slowed } from './slow-runtime.ts';
+
+/** Which runtime call holds the build in each phase before exec. */
+const HOLD: Record<'create' | 'plan' | 'assemble', RuntimeMethod> = { create: 'setupBuild', plan: 'createNetwork', assemble: 'setupContainer' };
+
+function twoSteps() {
+  return makeBuild({ steps: [ctn('first', { commands: ['sleep 30'] }), ctn('second', { commands: ['true'] })] });
+}
+
+describe.each(['create', 'plan', 'assemble'] as const)('in %s', (phase) => {
+  it('a cancel ends the build at once: canceled, nothing left', async () => {
+    const { runtime: base, engine } = await dummy();
+    const runtime = slowed(base, { [HOLD[phase]]: 30_000 });
+    const reporter = new RecordingReporter();
+    let canceledAt = 0;
+    const result = await runBuild(background(), {
+      build: twoSteps(),
+      runtime,
+      reporter,
+      onStart: (executor: Executor) =>
+        setTimeout(() => {
+          canceledAt = Date.now();
+          executor.cancelBuild();
+        }, 100),
+    });
+    expect(Date.now() - canceledAt).toBeLessThan(2000);
+    expect(result.status).toBe('canceled');
+    expect(reporter.last('init')?.status).toBe('canceled');
+    expect(reporter.last('first')?.status).toBe('canceled');
+    expect(reporter.last('second')?.status).toBe('canceled');
+    expect(reporter.builds.at(-1)?.status).toBe('canceled');
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('the build timeout errors the build: init failed, steps killed', async () => {
+    const { runtime: base, engine } = await dummy();
+    const runtime = slowed(base, { [HOLD[phase]]: 30_000 });
+    const reporter = new RecordingReporter();
+    const started = Date.now();
+    const result = await runBuild(background(), { build: twoSteps(), runtime, reporter, timeoutMs: 200 });
+    expect(Date.now() - started).toBeLessThan(2200);
+    expect(result.status).toBe('error');
+    expect(result.build.error).toBe('the build timed out after 200ms');
+    expect(reporter.last('init')).toMatchObject({ status: 'failure', error: 'the build timed out after 200ms' });
+    expect(reporter.last('first')).toMatchObject({ status: 'killed', exitCode: 137 });
+    expect(reporter.last('second')).toMatchObject({ status: 'killed', exitCode: 137 });
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+});
+
+describe('in exec', () => {
+  it('a cancel stops the running step (canceled, 137) and the rest (canceled)', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    let canceledAt = 0;
+    const result = await runBuild(background(), {
+      build: twoSteps(),
+      runtime,
+      reporter,
+      onStart: (executor) =>
+        setTimeout(() => {
+          canceledAt = Date.now();
+          executor.cancelBuild(new Error('canceled by the user'));
+        }, 200),
+    });
+    expect(Date.now() - canceledAt).toBeLessThan(2000);
+    expect(result.status).toBe('canceled');
+    expect(result.build.error).toBe('the build was canceled: canceled by the user');
+    expect(reporter.last('init')?.status).toBe('success');
+    expect(reporter.statuses('first')).toEqual(['running', 'canceled']);
+    expect(reporter.last('first')?.exitCode).toBe(137);
+    expect(reporter.last('second')?.status).toBe('canceled');
+    expect(engine.containers.size).toBe(0);
+  });
+
+  it('cancelling the parent ctx cancels the build too', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const [ctx, cancel] = withCancel(background());
+    setTimeout(() => cancel(), 200);
+    const result = await runBuild(ctx, { build: twoSteps(), runtime, reporter });
+    expect(result.status).toBe('canceled');
+    expect(reporter.last('first')).toMatchObject({ status: 'canceled', exitCode: 137 });
+  });
+
+  it('the build timeout fails the running step (137) and kills the rest; the build errors', async () => {
+    const { runtime, engine } = await dummy();
+    const reporter = new RecordingReporter();
+    const started = Date.now();
+    const result = await runBuild(background(), { build: twoSteps(), runtime, reporter, timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(2300);
+    expect(result.status).toBe('error');
+    expect(result.build.error).toBe('the build timed out after 300ms');
+    expect(reporter.last('first')).toMatchObject({ status: 'failure', exitCode: 137, error: 'the build timed out after 300ms' });
+    expect(reporter.last('second')).toMatchObject({ status: 'killed', exitCode: 137 });
+    expect(engine.containers.size).toBe(0);
+  });
+
+  it('a timeout inside a stage stops every stage', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [
+        { name: 'a', needs: [], independent: false, environment: {}, steps: [ctn('a1', { commands: ['sleep 30'] })] },
+        { name: 'b', needs: ['a'], independent: false, environment: {}, steps: [ctn('b1', { commands: ['true'] })] },
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, timeoutMs: 300 });
+    expect(result.status).toBe('error');
+    expect(reporter.last('a1')).toMatchObject({ status: 'failure', exitCode: 137 });
+    expect(reporter.last('b1')).toMatchObject({ status: 'killed', exitCode: 137 });
+  });
+});
+
+describe('in stream', () => {
+  const loud = () => makeBuild({ steps: [ctn('loud', { commands: ['seq 1 400'] })] });
+
+  it('log streaming is not subject to the build timeout: the last lines still arrive', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    reporter.appendDelayMs = 20;
+    const started = Date.now();
+    const result = await runBuild(background(), { build: loud(), runtime, reporter, timeoutMs: 300, logs: { batchBytes: 32 } });
+    expect(Date.now() - started).toBeGreaterThan(300);
+    expect(result.status).toBe('success');
+    expect(reporter.log('loud').endsWith('399\n400\n')).toBe(true);
+  });
+
+  it('a cancel cuts streaming after the log-streaming grace', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    reporter.appendDelayMs = 20;
+    let canceledAt = 0;
+    const result = await runBuild(background(), {
+      build: loud(),
+      runtime,
+      reporter,
+      logStreamingGraceMs: 300,
+      logs: { batchBytes: 32 },
+      onStart: (executor) =>
+        setTimeout(() => {
+          canceledAt = Date.now();
+          executor.cancelBuild();
+        }, 300),
+    });
+    const afterCancel = Date.now() - canceledAt;
+    expect(afterCancel).toBeGreaterThanOrEqual(250);
+    expect(afterCancel).toBeLessThan(2000);
+    expect(result.status).toBe('canceled');
+    // The step had ended: it keeps its status; its log was cut, then closed.
+    expect(reporter.last('loud')?.status).toBe('success');
+    expect(reporter.log('loud').endsWith('400\n')).toBe(false);
+    expect(reporter.closed).toContain('loud');
+  });
+});
+
+describe('in destroy', () => {
+  it('a cancel does not stop cleanup', async () => {
+    const { runtime: base, engine } = await dummy();
+    const runtime = slowed(base, { removeContainer: 300 });
+    const reporter = new RecordingReporter();
+    let executor: Executor | undefined;
+    const build = makeBuild({ steps: [ctn('one', { commands: ['true'] })] });
+    const run = runBuild(background(), { build, runtime, reporter, onStart: (e) => (executor = e) });
+    // Cancel once destroy is under way (the step is done, removal is slow).
+    while (reporter.last('one')?.status !== 'success') await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    executor?.cancelBuild();
+    const result = await run;
+    expect(result.status).toBe('success');
+    expect(engine.containers.size).toBe(0);
+  });
+
+  it('cleanup is bounded by its own limit, and the final status is still reported', async () => {
+    const { runtime: base } = await dummy();
+    const runtime = slowed(base, { removeContainer: 30_000, removeNetwork: 30_000 });
+    const reporter = new RecordingReporter();
+    const warnings: string[] = [];
+    const started = Date.now();
+    const result = await runBuild(background(), {
+      build: makeBuild({ steps: [ctn('one', { commands: ['true'] })] }),
+      runtime,
+      reporter,
+      cleanupTimeoutMs: 300,
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(result.status).toBe('success');
+    expect(reporter.builds.at(-1)?.status).toBe('success');
+    expect(warnings.some((w) => /one/.test(w))).toBe(true);
+    expect(warnings.some((w) => /network/.test(w))).toBe(true);
+  });
+});
