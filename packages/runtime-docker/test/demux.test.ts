@@ -1,0 +1,119 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { compareTimestamps, DockerLogDemuxer, frameHeader } from '../src/demux.ts';
+
+function frame(stream: 1 | 2 | 3, text: string | Buffer): Buffer {
+  const payload = typeof text === 'string' ? Buffer.from(text) : text;
+  return Buffer.concat([frameHeader(stream, payload.length), payload]);
+}
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** A source that delivers `data` cut into pieces of `size` bytes. */
+function pieces(data: Buffer, size: number): Readable {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < data.length; i += size) parts.push(data.subarray(i, i + size));
+  return Readable.from(parts, { objectMode: false });
+}
+
+describe('DockerLogDemuxer', () => {
+  const wire = Buffer.concat([frame(1, 'out 1\n'), frame(2, 'err 1\n'), frame(1, 'out 2\n'), frame(1, ''), frame(2, 'tail')]);
+
+  it.each([1, 3, 7, 8, 9, 1000])('demultiplexes stdout and stderr in order when the wire is cut every %i bytes', async (size) => {
+    const out = await collect(new DockerLogDemuxer(pieces(wire, size)));
+    expect(out.toString()).toBe('out 1\nerr 1\nout 2\ntail');
+  });
+
+  it('ends when the source ends, with nothing for an empty source', async () => {
+    expect((await collect(new DockerLogDemuxer(Readable.from([])))).length).toBe(0);
+  });
+
+  it('fails on a source that ends in the middle of a frame', async () => {
+    const truncated = wire.subarray(0, wire.length - 2);
+    await expect(collect(new DockerLogDemuxer(pieces(truncated, 5)))).rejects.toThrow(/middle of a frame/);
+  });
+
+  it("fails with the engine's message on an error frame", async () => {
+    const data = Buffer.concat([frame(1, 'ok\n'), frame(3, 'log file is gone')]);
+    await expect(collect(new DockerLogDemuxer(pieces(data, 4)))).rejects.toThrow(/log file is gone/);
+  });
+
+  it('passes a stream that is not multiplexed (a TTY) through unchanged', async () => {
+    const raw = Buffer.from('plain text from a tty\r\nsecond line\r\n');
+    expect((await collect(new DockerLogDemuxer(pieces(raw, 5)))).toString()).toBe(raw.toString());
+  });
+
+  it('maps source errors through mapError', async () => {
+    const source = new Readable({ read() {} });
+    const logs = new DockerLogDemuxer(source, { mapError: (error) => new Error(`mapped: ${(error as Error).message}`) });
+    const done = collect(logs);
+    source.push(frame(1, 'x'));
+    source.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+    await expect(done).rejects.toThrow('mapped: socket hang up');
+  });
+
+  it('pauses the source while the reader does not read, and resumes it when it does', async () => {
+    const source = new Readable({ read() {} });
+    const logs = new DockerLogDemuxer(source, { highWaterMark: 1024 });
+    const big = frame(1, Buffer.alloc(64 * 1024, 'a'));
+    source.push(big);
+    source.push(big);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(source.isPaused()).toBe(true);
+    expect(logs.readableLength).toBeLessThanOrEqual(2 * big.length);
+    source.push(null);
+    const out = await collect(logs);
+    expect(out.length).toBe(2 * 64 * 1024);
+  });
+
+  it('destroys the source when it is destroyed', () => {
+    const source = new Readable({ read() {} });
+    const logs = new DockerLogDemuxer(source);
+    logs.destroy();
+    expect(source.destroyed).toBe(true);
+  });
+
+  describe('with timestamps', () => {
+    const ts = (n: number): string => `2026-12-02T10:00:00.00000000${n}Z`;
+    const stamped = (stream: 1 | 2, n: number, text: string): Buffer => frame(stream, `${ts(n)} ${text}`);
+
+    it('removes the timestamp of every frame, even when cut inside it, and remembers the last one', async () => {
+      const data = Buffer.concat([stamped(1, 1, 'a\n'), stamped(2, 2, 'b\n'), stamped(1, 3, 'c')]);
+      for (const size of [1, 5, 31, 32, 1000]) {
+        const logs = new DockerLogDemuxer(pieces(data, size), { timestamps: true });
+        expect((await collect(logs)).toString()).toBe('a\nb\nc');
+        expect(logs.lastTimestamp).toBe(ts(3));
+      }
+    });
+
+    it('reads on from a continuation, dropping what was already delivered', async () => {
+      const first = Buffer.concat([stamped(1, 1, 'a\n'), stamped(1, 2, 'b\n')]);
+      const second = Buffer.concat([stamped(1, 1, 'a\n'), stamped(1, 2, 'b\n'), stamped(2, 3, 'c\n'), stamped(1, 4, 'd')]);
+      const seen: (string | undefined)[] = [];
+      const logs = new DockerLogDemuxer(pieces(first, 3), {
+        timestamps: true,
+        continueWith: (last) => {
+          seen.push(last);
+          return Promise.resolve(seen.length === 1 ? pieces(second, 4) : undefined);
+        },
+      });
+      expect((await collect(logs)).toString()).toBe('a\nb\nc\nd');
+      expect(seen).toEqual([ts(2), ts(4)]);
+    });
+
+    it('fails when the continuation fails', async () => {
+      const logs = new DockerLogDemuxer(pieces(stamped(1, 1, 'a'), 3), { timestamps: true, continueWith: () => Promise.reject(new Error('engine gone')) });
+      await expect(collect(logs)).rejects.toThrow('engine gone');
+    });
+  });
+
+  it('orders timestamps of either form', () => {
+    expect(compareTimestamps('2026-12-02T10:00:00.000000001Z', '2026-12-02T10:00:00.000000002Z')).toBe(-1);
+    expect(compareTimestamps('2026-12-02T10:00:01Z', '2026-12-02T10:00:00.999Z')).toBe(1);
+    expect(compareTimestamps('2026-12-02T11:00:00.5+01:00', '2026-12-02T10:00:00.500000000Z')).toBe(0);
+  });
+});
