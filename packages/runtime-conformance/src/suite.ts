@@ -40,7 +40,7 @@ export function runtimeConformance(name: string, factory: ConformanceFactory, op
                 await harness.dispose();
               }
             },
-            resolved.timeouts.case,
+            resolved.timeouts.case * (testCase.timeoutFactor ?? 1),
           );
         }
       });

@@ -1,0 +1,56 @@
+import { Readable } from 'node:stream';
+import { background, withCancel, withTimeout } from '@berth/context';
+import { isRuntimeError } from '@berth/runtime';
+import { describe, expect, it } from 'vitest';
+import { collectStream, describeOutcome, pollUntil, rejectedWith, settleWithin } from '../src/index.ts';
+
+describe('collectStream', () => {
+  it('reads a stream to its end, in order', async () => {
+    const data = await collectStream(background(), Readable.from([Buffer.from('a'), Buffer.from('bc'), 'd']));
+    expect(data.toString()).toBe('abcd');
+  });
+
+  it('destroys a stream that never ends when its ctx is cancelled, rejecting Canceled', async () => {
+    const stream = new Readable({ read: () => undefined });
+    stream.push('partial');
+    const [ctx, cancel] = withCancel(background());
+    const reading = collectStream(ctx, stream);
+    setTimeout(cancel, 20);
+    const error = await reading.catch((e: unknown) => e);
+    expect(isRuntimeError(error, 'Canceled')).toBe(true);
+    expect(stream.destroyed).toBe(true);
+  });
+
+  it('rejects DeadlineExceeded when its ctx times out', async () => {
+    const [ctx, cancel] = withTimeout(background(), 20);
+    const error = await collectStream(ctx, new Readable({ read: () => undefined })).catch((e: unknown) => e);
+    cancel();
+    expect(isRuntimeError(error, 'DeadlineExceeded')).toBe(true);
+  });
+});
+
+describe('settleWithin', () => {
+  it('tells how a promise settled', async () => {
+    const ok = await settleWithin(Promise.resolve(42), 1000);
+    expect(ok).toMatchObject({ status: 'fulfilled', value: 42 });
+    const failed = await settleWithin(Promise.reject(new Error('no')), 1000);
+    expect(failed.status).toBe('rejected');
+    expect(describeOutcome(failed)).toMatch(/rejected after \d+ ms with Error: no/);
+    expect(rejectedWith(failed, 'Canceled')).toBe(false);
+  });
+
+  it('gives up on a promise that hangs, without hanging itself', async () => {
+    const outcome = await settleWithin(new Promise(() => undefined), 30);
+    expect(outcome.status).toBe('pending');
+    expect(outcome.ms).toBeGreaterThanOrEqual(25);
+  });
+});
+
+describe('pollUntil', () => {
+  it('returns true once the check holds, false when the limit passes first', async () => {
+    let calls = 0;
+    expect(await pollUntil(() => Promise.resolve(++calls >= 3), 2000, 5)).toBe(true);
+    expect(calls).toBe(3);
+    expect(await pollUntil(() => Promise.reject(new Error('not yet')), 50, 5)).toBe(false);
+  });
+});

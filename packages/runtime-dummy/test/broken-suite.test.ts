@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { conformanceCases } from '@berth/runtime-conformance';
+import { describe, expect, it } from 'vitest';
+import type { BrokenMode } from './broken/broken-runtime.ts';
+
+// Proof that the conformance suite can fail: it runs against a dummy with one deliberate fault,
+// in a child vitest (test/broken/*.conformance.ts, included only with BERTH_DUMMY_BROKEN), and
+// must fail exactly the cases that fault breaks, no more, no fewer.
+
+const packageDir = path.resolve(import.meta.dirname, '..');
+const vitestBin = path.join(path.dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
+
+interface JsonReport {
+  testResults: { assertionResults: { title: string; status: string }[] }[];
+}
+
+/** Runs the suite against the broken dummy; returns the names of failed and passed cases. */
+async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: string[]; output: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'berth-broken-'));
+  const outputFile = path.join(dir, 'report.json');
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env, BERTH_DUMMY_BROKEN: mode };
+    // The child's results must not land in the project's summed reports.
+    delete env.BERTH_TEST_REPORT_DIR;
+    delete env.VITEST;
+    delete env.VITEST_WORKER_ID;
+    delete env.VITEST_POOL_ID;
+    const child = spawn(process.execPath, [vitestBin, 'run', '--reporter=json', `--outputFile=${outputFile}`], { cwd: packageDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, `the broken run must fail; its output:\n${output.slice(-3000)}`).not.toBe(0);
+    const report = JSON.parse(await readFile(outputFile, 'utf8')) as JsonReport;
+    const results = report.testResults.flatMap((file) => file.assertionResults);
+    return {
+      failed: results.filter((r) => r.status === 'failed').map((r) => r.title).sort(),
+      passed: results.filter((r) => r.status === 'passed').map((r) => r.title).sort(),
+      output,
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const allCases = conformanceCases().map((c) => c.name);
+const expectFailures = (names: string[]): string[] => {
+  for (const name of names) expect(allCases, `"${name}" is a case of the suite`).toContain(name);
+  return [...names].sort();
+};
+
+describe('the conformance suite fails a broken runtime', () => {
+  it('a runtime whose log streams drop their last line fails every case that reads logs, and only those', async () => {
+    const { failed, passed } = await runBroken('drop-last-line');
+    expect(failed).toEqual(
+      expectFailures([
+        'runs the commands as the command line when there is no entrypoint, exit code 0',
+        'runs the entrypoint with the commands as its arguments',
+        'runs a Vela build script (VELA_BUILD_SCRIPT through /bin/sh -e) line by line',
+        'reports exit code 1 and stops the script at its first failing command',
+        "passes the container's environment to its process, values verbatim",
+        "runs in the container's working directory",
+        "runs as the container's user",
+        'delivers stdout and stderr interleaved in the order they were written',
+        'delivers output without a trailing newline',
+        'delivers output under 5 bytes',
+        'delivers the output written just before the process exits',
+        'a tail opened after the container exited returns all its output, every time',
+        'delivers 50 MiB of output completely and in order while the reader holds little memory',
+        'a log stream is destroyed with Canceled within 1 s of its ctx being cancelled',
+        'a detached service is reachable by its name from a step of the same build',
+        'the steps of one build share its workspace',
+        "two builds running at the same time do not see each other's workspace",
+      ]),
+    );
+    expect(passed.length + failed.length).toBe(allCases.length);
+  }, 180_000);
+
+  it('a runtime whose waitContainer ignores its ctx fails the two wait-cancellation cases, and only those', async () => {
+    const { failed, passed } = await runBroken('ignore-wait-ctx');
+    expect(failed).toEqual(
+      expectFailures([
+        'waitContainer rejects with Canceled within 1 s of its ctx being cancelled and leaves the container running; removal then leaves nothing',
+        'waitContainer rejects with DeadlineExceeded within 1 s of its ctx deadline',
+      ]),
+    );
+    expect(passed.length + failed.length).toBe(allCases.length);
+  }, 180_000);
+});
