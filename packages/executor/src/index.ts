@@ -23,3 +23,4 @@ export {
   type StreamRequest,
 } from './executor.ts';
 export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';
+export { ConsoleReporter, type ConsoleReporterOptions } from './console-reporter.ts';

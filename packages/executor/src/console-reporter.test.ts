@@ -1,0 +1,92 @@
+import { PassThrough, Writable } from 'node:stream';
+import { background } from '@berth/context';
+import { describe, expect, it } from 'vitest';
+import { ctn, dummy, makeBuild } from '../test/helpers.ts';
+import { ConsoleReporter } from './console-reporter.ts';
+import { runBuild } from './run-build.ts';
+import type { Target } from './reporter.ts';
+
+function capture(tty = false): { out: PassThrough & { isTTY?: boolean }; text: () => string } {
+  const out = new PassThrough() as PassThrough & { isTTY?: boolean };
+  if (tty) out.isTTY = true;
+  const chunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  return { out, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+const target: Target = { kind: 'step', name: 'test', number: 2, id: 'step_test', image: 'busybox' };
+
+describe('ConsoleReporter', () => {
+  it('prints prefixed live lines, step headers and results, and a summary table', async () => {
+    const { runtime } = await dummy();
+    const { out, text } = capture();
+    const build = makeBuild({
+      steps: [ctn('compile', { commands: ['echo building', 'echo done building'] }), ctn('test', { commands: ['echo testing', 'exit 3'] }), ctn('deploy', { commands: ['true'] })],
+    });
+    const reporter = new ConsoleReporter(out, { build, env: {} });
+    const result = await runBuild(background(), { build, runtime, reporter, host: 'h' });
+    expect(result.status).toBe('failure');
+    const printed = text();
+    expect(reporter.colored).toBe(false);
+    expect(printed).not.toContain('\u001b[');
+    expect(printed).toContain(`build ${build.id} on dummy (h)`);
+    expect(printed).toMatch(/^compile │ building$/m);
+    expect(printed).toMatch(/^test {4}│ testing$/m);
+    expect(printed).toMatch(/^compile ▶ step compile \(berth\/busybox:1\.35\)$/m);
+    expect(printed).toMatch(/^test {4}✗ failure \(exit code 3\) in \d+ms$/m);
+    expect(printed).toMatch(/^deploy {2}– skipped$/m);
+    expect(printed).toMatch(/^STEP\s+STATUS\s+DURATION\s+EXIT$/m);
+    expect(printed).toMatch(/^compile\s+success\s+\S+\s+0$/m);
+    expect(printed).toMatch(/^test\s+failure\s+\S+\s+3$/m);
+    expect(printed).toMatch(/^deploy\s+skipped\s+-\s+-$/m);
+    expect(printed).toMatch(new RegExp(`^build ${build.id} ✗ failure in \\S+$`, 'm'));
+  });
+
+  it('colours only on a TTY without NO_COLOR', () => {
+    expect(new ConsoleReporter(capture(true).out, { env: {} }).colored).toBe(true);
+    expect(new ConsoleReporter(capture(true).out, { env: { NO_COLOR: '1' } }).colored).toBe(false);
+    expect(new ConsoleReporter(capture(true).out, { env: { NO_COLOR: '' } }).colored).toBe(true);
+    expect(new ConsoleReporter(capture(false).out, { env: {} }).colored).toBe(false);
+  });
+
+  it('keeps multi-byte characters and lines whole across chunks, and prints the last partial line on close', async () => {
+    const { out, text } = capture();
+    const reporter = new ConsoleReporter(out, { env: {}, nameWidth: 4 });
+    const bytes = Buffer.from('héllo wörld\nsecond €\nno newline');
+    for (let i = 0; i < bytes.length; i += 3) await reporter.appendLog(background(), target, bytes.subarray(i, i + 3));
+    await reporter.closeLog(background(), target);
+    expect(text()).toBe('test │ héllo wörld\ntest │ second €\ntest │ no newline\n');
+  });
+
+  it('prints pull progress once per status', () => {
+    const { out, text } = capture();
+    const reporter = new ConsoleReporter(out, { env: {}, nameWidth: 4 });
+    const pull = (status: string, current?: number) =>
+      reporter.runtimeEvent(background(), target, { type: 'pull', buildId: 'b', containerId: 'c', image: 'alpine:3', status, ...(current === undefined ? {} : { current, total: 2048 }) });
+    pull('Pulling fs layer');
+    pull('Downloading', 1024);
+    pull('Downloading', 2000);
+    pull('Pull complete');
+    expect(text()).toBe('test │ [pull] alpine:3: Pulling fs layer\ntest │ [pull] alpine:3: Downloading 1.0 KiB/2.0 KiB\ntest │ [pull] alpine:3: Pull complete\n');
+  });
+
+  it('waits for drain when the terminal is slow', async () => {
+    const written: string[] = [];
+    let release = (): void => undefined;
+    const slow = new Writable({
+      highWaterMark: 16,
+      write(chunk: Buffer, _enc, callback) {
+        written.push(chunk.toString());
+        release = () => callback();
+      },
+    });
+    const reporter = new ConsoleReporter(slow, { env: {}, nameWidth: 4 });
+    let done = false;
+    const p = reporter.appendLog(background(), target, Buffer.from('a long enough line to fill the buffer\n')).then(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(done).toBe(false);
+    release();
+    await p;
+    expect(done).toBe(true);
+  });
+});
