@@ -521,7 +521,7 @@ function zeros(shell: Shell): Input {
 // ---- builtins -------------------------------------------------------------------------------
 
 const BUILTINS = new Map<string, Builtin>();
-const define = (names: string[], builtin: Builtin): void => {
+const registerBuiltin = (names: string[], builtin: Builtin): void => {
   for (const name of names) BUILTINS.set(name, builtin);
 };
 
@@ -530,10 +530,10 @@ export function shellCommands(): string[] {
   return [...BUILTINS.keys()].sort();
 }
 
-define([':', 'true'], () => Promise.resolve(0));
-define(['false'], () => Promise.resolve(1));
+registerBuiltin([':', 'true'], () => Promise.resolve(0));
+registerBuiltin(['false'], () => Promise.resolve(1));
 
-define(['echo'], async (_shell, args, io) => {
+registerBuiltin(['echo'], async (_shell, args, io) => {
   let newline = true;
   let escapes = false;
   while (args[0] !== undefined && /^-[neE]+$/.test(args[0])) {
@@ -548,7 +548,7 @@ define(['echo'], async (_shell, args, io) => {
   return 0;
 });
 
-define(['printf'], async (_shell, args, io) => {
+registerBuiltin(['printf'], async (_shell, args, io) => {
   const [format, ...rest] = args;
   if (format === undefined) {
     await io.stderr.write('printf: usage: printf FORMAT [ARG]...\n');
@@ -558,7 +558,7 @@ define(['printf'], async (_shell, args, io) => {
   return 0;
 });
 
-define(['sleep'], async (shell, args, io) => {
+registerBuiltin(['sleep'], async (shell, args, io) => {
   let ms = 0;
   for (const arg of args) {
     const match = /^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$/.exec(arg);
@@ -573,16 +573,16 @@ define(['sleep'], async (shell, args, io) => {
   return 0;
 });
 
-define(['exit'], (shell, args) => {
+registerBuiltin(['exit'], (shell, args) => {
   throw new ShellExit(args[0] === undefined ? shell.status : Number(args[0]) & 255);
 });
 
-define(['exec'], async (shell, args, io) => {
+registerBuiltin(['exec'], async (shell, args, io) => {
   if (args.length === 0) return 0;
   throw new ShellExit(await shell.execArgv(args, io));
 });
 
-define(['cd'], async (shell, args, io) => {
+registerBuiltin(['cd'], async (shell, args, io) => {
   const target = shell.resolvePath(args[0] ?? shell.vars.get('HOME') ?? '/');
   if (!shell.host.fs.isDir(target)) {
     await io.stderr.write(`sh: cd: can't cd to ${args[0] ?? ''}: No such file or directory\n`);
@@ -592,12 +592,12 @@ define(['cd'], async (shell, args, io) => {
   return 0;
 });
 
-define(['pwd'], async (shell, _args, io) => {
+registerBuiltin(['pwd'], async (shell, _args, io) => {
   await io.stdout.write(`${shell.cwd}\n`);
   return 0;
 });
 
-define(['export'], (shell, args) => {
+registerBuiltin(['export'], (shell, args) => {
   for (const arg of args) {
     const eq = arg.indexOf('=');
     if (eq > 0) shell.vars.set(arg.slice(0, eq), arg.slice(eq + 1));
@@ -605,12 +605,12 @@ define(['export'], (shell, args) => {
   return Promise.resolve(0);
 });
 
-define(['unset'], (shell, args) => {
+registerBuiltin(['unset'], (shell, args) => {
   for (const arg of args) if (arg !== '-v' && arg !== '-f') shell.vars.delete(arg);
   return Promise.resolve(0);
 });
 
-define(['set'], (shell, args) => {
+registerBuiltin(['set'], (shell, args) => {
   for (const arg of args) {
     if (/^-[a-z]*e/.test(arg)) shell.errexit = true;
     if (/^\+[a-z]*e/.test(arg)) shell.errexit = false;
@@ -618,7 +618,7 @@ define(['set'], (shell, args) => {
   return Promise.resolve(0);
 });
 
-define(['env', 'printenv'], async (shell, args, io) => {
+registerBuiltin(['env', 'printenv'], async (shell, args, io) => {
   if (args.length > 0 && !args[0]?.includes('=')) {
     const value = shell.vars.get(args[0] as string);
     if (value === undefined) return 1;
@@ -635,7 +635,7 @@ define(['env', 'printenv'], async (shell, args, io) => {
   return 0;
 });
 
-define(['id'], async (shell, args, io) => {
+registerBuiltin(['id'], async (shell, args, io) => {
   const { uid, gid } = shell.host;
   const user = uid === 0 ? 'root' : String(uid);
   const group = gid === 0 ? 'root' : String(gid);
@@ -648,17 +648,17 @@ define(['id'], async (shell, args, io) => {
   return 0;
 });
 
-define(['whoami'], async (shell, _args, io) => {
+registerBuiltin(['whoami'], async (shell, _args, io) => {
   await io.stdout.write(`${shell.host.uid === 0 ? 'root' : String(shell.host.uid)}\n`);
   return 0;
 });
 
-define(['hostname'], async (shell, _args, io) => {
+registerBuiltin(['hostname'], async (shell, _args, io) => {
   await io.stdout.write(`${shell.host.hostname}\n`);
   return 0;
 });
 
-define(['uname'], async (_shell, _args, io) => {
+registerBuiltin(['uname'], async (_shell, _args, io) => {
   await io.stdout.write('Linux\n');
   return 0;
 });
@@ -687,7 +687,7 @@ async function openInputs(shell: Shell, command: string, files: string[], io: St
   return inputs;
 }
 
-define(['cat'], async (shell, args, io) => {
+registerBuiltin(['cat'], async (shell, args, io) => {
   const inputs = await openInputs(shell, 'cat', args.filter((a) => a === '-' || !a.startsWith('-')), io);
   if (typeof inputs === 'number') return inputs;
   for (const input of inputs) {
@@ -696,7 +696,7 @@ define(['cat'], async (shell, args, io) => {
   return 0;
 });
 
-define(['head'], async (shell, args, io) => {
+registerBuiltin(['head'], async (shell, args, io) => {
   let bytes: number | undefined;
   let lines = 10;
   const files: string[] = [];
@@ -738,7 +738,7 @@ define(['head'], async (shell, args, io) => {
   return 0;
 });
 
-define(['yes'], async (shell, args, io) => {
+registerBuiltin(['yes'], async (shell, args, io) => {
   const line = Buffer.from(`${args.length > 0 ? args.join(' ') : 'y'}\n`);
   // The same block every time: a consumer that keeps it (the log) holds one copy, not millions.
   const block = Buffer.concat(Array.from({ length: Math.max(1, Math.ceil(65_536 / line.length)) }, () => line));
@@ -749,7 +749,7 @@ define(['yes'], async (shell, args, io) => {
   }
 });
 
-define(['seq'], async (_shell, args, io) => {
+registerBuiltin(['seq'], async (_shell, args, io) => {
   const numbers = args.map(Number);
   const [first, last] = numbers.length >= 2 ? [numbers[0] ?? 1, numbers[1] ?? 1] : [1, numbers[0] ?? 1];
   let text = '';
@@ -758,7 +758,7 @@ define(['seq'], async (_shell, args, io) => {
   return 0;
 });
 
-define(['wc'], async (shell, args, io) => {
+registerBuiltin(['wc'], async (shell, args, io) => {
   const inputs = await openInputs(shell, 'wc', args.filter((a) => !a.startsWith('-')), io);
   if (typeof inputs === 'number') return inputs;
   let bytes = 0;
@@ -774,7 +774,7 @@ define(['wc'], async (shell, args, io) => {
   return 0;
 });
 
-define(['grep'], async (shell, args, io) => {
+registerBuiltin(['grep'], async (shell, args, io) => {
   const flags = args.filter((a) => /^-[qvFE]+$/.test(a)).join('');
   const [pattern, ...files] = args.filter((a) => !/^-[qvFE]+$/.test(a));
   if (pattern === undefined) return 2;
@@ -795,7 +795,7 @@ define(['grep'], async (shell, args, io) => {
   return found ? 0 : 1;
 });
 
-define(['base64'], async (shell, args, io) => {
+registerBuiltin(['base64'], async (shell, args, io) => {
   const decode = args.includes('-d');
   const inputs = await openInputs(shell, 'base64', args.filter((a) => !a.startsWith('-')), io);
   if (typeof inputs === 'number') return inputs;
@@ -809,7 +809,7 @@ define(['base64'], async (shell, args, io) => {
   return 0;
 });
 
-define(['mkdir'], async (shell, args, io) => {
+registerBuiltin(['mkdir'], async (shell, args, io) => {
   const parents = args.includes('-p');
   for (const dir of args.filter((a) => !a.startsWith('-'))) {
     const resolved = shell.resolvePath(dir);
@@ -822,7 +822,7 @@ define(['mkdir'], async (shell, args, io) => {
   return 0;
 });
 
-define(['rm'], async (shell, args, io) => {
+registerBuiltin(['rm'], async (shell, args, io) => {
   const force = args.some((a) => /^-[a-z]*f/.test(a));
   for (const file of args.filter((a) => !a.startsWith('-'))) {
     if (!shell.host.fs.remove(shell.resolvePath(file)) && !force) {
@@ -833,7 +833,7 @@ define(['rm'], async (shell, args, io) => {
   return 0;
 });
 
-define(['touch'], (shell, args) => {
+registerBuiltin(['touch'], (shell, args) => {
   for (const file of args.filter((a) => !a.startsWith('-'))) {
     const resolved = shell.resolvePath(file);
     if (shell.host.fs.read(resolved) === undefined) shell.host.fs.write(resolved, Buffer.alloc(0), false);
@@ -841,9 +841,9 @@ define(['touch'], (shell, args) => {
   return Promise.resolve(0);
 });
 
-define(['chmod', 'chown', 'sync'], () => Promise.resolve(0));
+registerBuiltin(['chmod', 'chown', 'sync'], () => Promise.resolve(0));
 
-define(['test', '['], async (shell, args, io) => {
+registerBuiltin(['test', '['], async (shell, args, io) => {
   const operands = args.at(-1) === ']' && args.length > 0 ? args.slice(0, -1) : args;
   try {
     return evaluateTest(shell, operands) ? 0 : 1;
@@ -905,7 +905,7 @@ function evaluateTest(shell: Shell, args: string[]): boolean {
   }
 }
 
-define(['sh', 'ash', 'bash'], async (shell, args, io) => {
+registerBuiltin(['sh', 'ash', 'bash'], async (shell, args, io) => {
   let errexit = false;
   let script: string | undefined;
   let positional: string[] = [];
@@ -940,7 +940,7 @@ define(['sh', 'ash', 'bash'], async (shell, args, io) => {
   return child.runScript(script ?? '', stdinScript ? { ...io, stdin: EMPTY_INPUT } : io);
 });
 
-define(['kill'], async (shell, args, io) => {
+registerBuiltin(['kill'], async (shell, args, io) => {
   let signalNumber = 15;
   const pids: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -968,7 +968,7 @@ function signalNumberOf(name: string): number {
   return /^\d+$/.test(name) ? Number(name) : (named[name.replace(/^SIG/, '')] ?? 15);
 }
 
-define(['nc', 'netcat'], async (shell, args, io) => {
+registerBuiltin(['nc', 'netcat'], async (shell, args, io) => {
   let listen = 0;
   let keep = false;
   let port: number | undefined;
@@ -1030,7 +1030,7 @@ define(['nc', 'netcat'], async (shell, args, io) => {
   return 0;
 });
 
-define(['wget'], async (shell, args, io) => {
+registerBuiltin(['wget'], async (shell, args, io) => {
   let output: string | undefined;
   let quiet = false;
   let url: string | undefined;
@@ -1063,7 +1063,7 @@ define(['wget'], async (shell, args, io) => {
   return 0;
 });
 
-define(['httpd'], async (shell, args, io) => {
+registerBuiltin(['httpd'], async (shell, args, io) => {
   let port = 80;
   let home = '.';
   let foreground = false;
