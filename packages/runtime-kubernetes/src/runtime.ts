@@ -11,6 +11,7 @@ import {
   type ReapReport,
   type Runtime,
   type RuntimeConfig,
+  type RuntimeError,
 } from '@berth/runtime';
 import { stringify as toYaml } from 'yaml';
 import { contextError, RUNTIME_NAME, runtimeError, type Where } from './errors.ts';
@@ -264,6 +265,9 @@ export class KubernetesRuntime implements Runtime {
     tracker.markRequested(image);
     this.podTracker.containerStarted(state.tracker, tracker);
     await this.#patchImage(ctx, where, state.plan.podName, tracker.name, image);
+    // "Started" means running (or already over): wait for the kubelet to swap the image in.
+    await tracker.until(ctx, where, () => tracker.started || tracker.finished);
+    if (!tracker.started && tracker.failure) throw rephrase(tracker.failure, where);
   }
 
   async #patchImage(ctx: Context, where: Where, podName: string, containerName: string, image: string): Promise<void> {
@@ -529,6 +533,11 @@ export function buildTimeoutMinutes(build: Build): number | undefined {
 function planError(error: unknown, where: Where): Error {
   if (error instanceof PlanError || error instanceof PodsTemplateError) return runtimeError('InvalidConfig', error.message, where, error);
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/** The same failure, reported by another operation. */
+function rephrase(error: RuntimeError, where: Where): RuntimeError {
+  return runtimeError(error.code, error.detail, where, error.cause ?? error);
 }
 
 function waitOrFinished(tracker: ContainerTracker, ms: number): Promise<void> {

@@ -40,3 +40,16 @@ export function buildOf(count: number, script: (i: number) => string[], fields: 
   build.steps = steps;
   return { build, steps };
 }
+
+/**
+ * Whether the Docker engine under kube-sim can start a privileged container at all (inside some
+ * sandboxes runc fails with "unable to apply caps"). Returns the engine's message when it cannot.
+ */
+export async function privilegedUnsupported(): Promise<string | undefined> {
+  const { execFile } = await import('node:child_process');
+  return new Promise((resolve) => {
+    execFile('docker', ['run', '--rm', '--privileged', '--network', 'none', BUSYBOX, 'true'], { timeout: 30_000 }, (error, _stdout, stderr) => {
+      resolve(error ? (stderr.trim() || error.message).split('\n').slice(-1)[0] : undefined);
+    });
+  });
+}

@@ -61,6 +61,8 @@ export class ContainerTracker {
   removed = false;
   #phase: ContainerPhase = 'created';
   #restartBaseline = 0;
+  /** The restart count of the step's own container once seen running. */
+  #stepRestartCount: number | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
   #graceReason: string | undefined;
   readonly #listeners = new Set<() => void>();
@@ -106,10 +108,18 @@ export class ContainerTracker {
   /** Feeds the container's status from a pod update. */
   observe(status: V1ContainerStatus): void {
     this.latest = status;
-    if (this.finished || !this.isStepStatus(status)) {
-      this.#notify();
+    if (this.finished) return this.#notify();
+    const previous = status.lastState?.terminated;
+    if (this.#stepRestartCount !== undefined && previous && (status.restartCount ?? 0) > this.#stepRestartCount) {
+      // The step's container ended and another took its place (the pause image, after removeContainer)
+      // before a status showed the step terminated: its exit is in lastState.
+      this.#clearGrace();
+      this.waiting = undefined;
+      this.exit = previous.reason ? { exitCode: previous.exitCode, reason: previous.reason } : { exitCode: previous.exitCode };
+      this.#set('exited');
       return;
     }
+    if (!this.isStepStatus(status)) return this.#notify();
     const state = status.state ?? {};
     if (state.terminated) {
       this.#clearGrace();
@@ -120,6 +130,7 @@ export class ContainerTracker {
       return;
     }
     if (state.running) {
+      this.#stepRestartCount ??= status.restartCount ?? 0;
       this.#clearGrace();
       this.waiting = undefined;
       this.#set('running');

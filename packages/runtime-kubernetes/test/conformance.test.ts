@@ -1,0 +1,30 @@
+// The shared Runtime conformance suite against kube-sim (pods run in Docker, nothing is pulled).
+import { afterAll, beforeAll } from 'vitest';
+import type { KubeSim } from '@berth/kube-sim';
+import { runtimeConformance } from '@berth/runtime-conformance';
+import { background } from '@berth/context';
+import { createKubernetesRuntime } from '../src/index.ts';
+import { privilegedUnsupported, startSim, TEST_OPTIONS } from './helpers.ts';
+
+// Skipped only when the engine under kube-sim cannot start privileged containers at all, with its message.
+const privileged = await privilegedUnsupported();
+
+let sim: KubeSim | undefined;
+beforeAll(async () => {
+  sim = await startSim();
+});
+afterAll(async () => {
+  await sim?.close();
+});
+
+runtimeConformance(
+  'kubernetes (kube-sim)',
+  (config) => {
+    if (!sim) throw new Error('kube-sim did not start');
+    return createKubernetesRuntime(background(), config, { kubeconfig: sim.kubeconfig, ...TEST_OPTIONS });
+  },
+  {
+    // TEST_OPTIONS sets a 1.5 s pull grace: the image cases must settle within 15 s (the default grace is 30 s).
+    skip: privileged === undefined ? {} : { privileged: `the Docker engine under kube-sim cannot start privileged containers (${privileged})` },
+  },
+);
