@@ -64,11 +64,11 @@ export function pod(name: string, opts: { image?: string; args?: string[]; comma
   };
 }
 
-/** Docker objects (containers and volumes) labelled with the sim's instance id. */
-export function dockerObjects(instanceId: string): string[] {
-  const label = `label=berth.kube-sim/instance=${instanceId}`;
-  const containers = execFileSync('docker', ['ps', '-aq', '--filter', label], { encoding: 'utf8' }).trim();
-  const volumes = execFileSync('docker', ['volume', 'ls', '-q', '--filter', label], { encoding: 'utf8' }).trim();
+/** Docker objects (containers and volumes) labelled with the sim's instance id (and a pod's uid). */
+export function dockerObjects(instanceId: string, podUid?: string): string[] {
+  const filters = ['--filter', `label=berth.kube-sim/instance=${instanceId}`, ...(podUid ? ['--filter', `label=berth.kube-sim/pod-uid=${podUid}`] : [])];
+  const containers = execFileSync('docker', ['ps', '-aq', ...filters], { encoding: 'utf8' }).trim();
+  const volumes = execFileSync('docker', ['volume', 'ls', '-q', ...filters], { encoding: 'utf8' }).trim();
   return [...containers.split('\n'), ...volumes.split('\n')].filter(Boolean);
 }
 
