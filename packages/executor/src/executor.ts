@@ -557,6 +557,7 @@ export class Executor {
   async destroyBuild(ctx: Context): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
+    this.#log.debug?.(`destroy build ${this.build.id}`);
     try {
       if (!this.#execDone) this.#requests.close();
       const runs = [...this.#runs.values()];
@@ -663,7 +664,9 @@ export class Executor {
     run.ran = true;
     await this.#requestStream(ctx, run);
     if (container.detach) return;
+    this.#log.debug?.(`waiting for step ${container.name}`);
     const exit = await this.#containerCall(run, 'exec', () => this.runtime.waitContainer(ctx, container), ctx, 1);
+    this.#log.debug?.(`step ${container.name} exited with ${exit.exitCode}`);
     run.exited = true;
     run.exitCode = exit.exitCode;
     container.exit_code = exit.exitCode;
@@ -845,6 +848,7 @@ export class Executor {
 
   /** Runs a lifecycle phase: a failure errors the init step (before exec) and the build. */
   async #phase(ctx: Context, phase: Phase, body: () => Promise<void>): Promise<void> {
+    this.#log.debug?.(`${phase} build ${this.build.id}`);
     if (ctx.signal.aborted) {
       this.#recordFailure(ctx, phase, errOf(ctx));
       await this.#failInit();
@@ -986,8 +990,10 @@ export class Executor {
   async #stream(ctx: Context, run: ContainerRun): Promise<void> {
     try {
       const writer = this.#writer(run, () => ctx);
+      this.#log.debug?.(`streaming ${run.kind} ${run.container.name}`);
       const readable = await this.runtime.tailContainer(ctx, run.container);
       await pumpLog(ctx, readable, writer);
+      this.#log.debug?.(`streamed ${run.kind} ${run.container.name}: ${writer.bytesIn} bytes`);
     } catch (error) {
       if (!ctx.signal.aborted) this.#log.warn?.(`streaming ${run.kind} ${run.container.name}: ${messageOf(error)}`);
     } finally {
@@ -1007,7 +1013,9 @@ export class Executor {
     const container = run.container;
     const remove = async (): Promise<void> => {
       try {
+        this.#log.debug?.(`removing ${run.kind} ${container.name}`);
         await this.runtime.removeContainer(ctx, container);
+        this.#log.debug?.(`removed ${run.kind} ${container.name}`);
       } catch (error) {
         this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
       }
