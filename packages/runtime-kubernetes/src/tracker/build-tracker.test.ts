@@ -1,0 +1,235 @@
+import type { CoreV1Event, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { background, withCancel } from '@berth/context';
+import { isRuntimeError, type RuntimeEvent } from '@berth/runtime';
+import { BuildTracker } from './build-tracker.ts';
+import { sameImage } from './container-tracker.ts';
+
+const PAUSE = 'berth/pause:1';
+const STEP = 'docker.io/library/alpine:3.20';
+const trackers: BuildTracker[] = [];
+afterEach(() => {
+  for (const t of trackers.splice(0)) t.dispose();
+});
+
+function tracker(options: { pullGraceMs?: number; pendingTimeoutMs?: number; events?: RuntimeEvent[] } = {}): BuildTracker {
+  const t = new BuildTracker({
+    buildId: 'org_repo_1',
+    podName: 'pod',
+    pauseImage: PAUSE,
+    pullGraceMs: options.pullGraceMs ?? 60_000,
+    pendingTimeoutMs: options.pendingTimeoutMs ?? 60_000,
+    onEvent: options.events ? (e) => options.events?.push(e) : undefined,
+  });
+  trackers.push(t);
+  return t;
+}
+
+function status(name: string, image: string, state: V1ContainerStatus['state'], restartCount = 0, lastState: V1ContainerStatus['lastState'] = {}): V1ContainerStatus {
+  return { name, image, imageID: '', ready: false, restartCount, state, lastState };
+}
+
+function pod(statuses: V1ContainerStatus[], phase = 'Running', uid = 'u1'): V1Pod {
+  return { metadata: { name: 'pod', namespace: 'ns', uid }, status: { phase, containerStatuses: statuses } };
+}
+
+const pauseRunning = { running: { startedAt: new Date() } };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('ContainerTracker (through BuildTracker)', () => {
+  it('ignores the pause container, then reports the step running and its exit', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([status('a', PAUSE, pauseRunning)]));
+    expect(c.status()).toEqual({ state: 'created' });
+    c.markRequested(STEP);
+    // The kubelet kills the pause container first: a terminated pause is not the step's exit.
+    t.observePod(pod([status('a', PAUSE, { terminated: { exitCode: 0, reason: 'Completed' } })]));
+    expect(c.finished).toBe(false);
+    t.observePod(pod([status('a', 'alpine:3.20', { running: { startedAt: new Date() } }, 1, { terminated: { exitCode: 0 } })]));
+    expect(c.status()).toEqual({ state: 'running' });
+    t.observePod(pod([status('a', 'alpine:3.20', { terminated: { exitCode: 3, reason: 'Error' } }, 1)]));
+    expect(c.exit).toEqual({ exitCode: 3, reason: 'Error' });
+    expect(c.status()).toMatchObject({ state: 'exited', exitCode: 3 });
+  });
+
+  it('recognises the step by restart count when the status shows a digest instead of the name', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([status('a', PAUSE, pauseRunning)]));
+    c.markRequested(STEP);
+    t.observePod(pod([status('a', 'sha256:0123abcd', { terminated: { exitCode: 7, reason: 'Error' } }, 1)]));
+    expect(c.exit?.exitCode).toBe(7);
+  });
+
+  it('reads the exit from lastState when the pause image took the step container\'s place', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1)]));
+    t.observePod(pod([status('a', PAUSE, pauseRunning, 2, { terminated: { exitCode: 137, reason: 'Error' } })]));
+    expect(c.exit).toEqual({ exitCode: 137, reason: 'Error' });
+  });
+
+  it('fails InvalidImageName at once with InvalidConfig and the kubelet message', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { waiting: { reason: 'InvalidImageName', message: 'Failed to apply default image tag' } })]));
+    expect(isRuntimeError(c.failure, 'InvalidConfig')).toBe(true);
+    expect(c.failure?.message).toContain('Failed to apply default image tag');
+  });
+
+  it.each([
+    ['ErrImagePull', 'rpc error: failed to resolve reference: not found', 'ImageNotFound'],
+    ['ImagePullBackOff', 'Back-off pulling image', 'ImagePullFailed'],
+    ['ErrImagePull', 'dial tcp: i/o timeout', 'ImagePullFailed'],
+    ['ErrImageNeverPull', 'Container image is not present with pull policy of Never', 'ImageNotFound'],
+    ['CreateContainerConfigError', 'secret "x" not found', 'InvalidConfig'],
+  ] as const)('fails %s after the grace as %s', async (reason, message, code) => {
+    const t = tracker({ pullGraceMs: 80 });
+    const c = t.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { waiting: { reason, message } })]));
+    expect(c.finished).toBe(false);
+    await sleep(200);
+    expect(isRuntimeError(c.failure, code), String(c.failure)).toBe(true);
+    expect(c.failure?.message).toContain(message);
+  });
+
+  it('does not fail a pull that recovers within the grace', async () => {
+    const t = tracker({ pullGraceMs: 150 });
+    const c = t.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { waiting: { reason: 'ErrImagePull', message: 'timeout' } })]));
+    await sleep(30);
+    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1)]));
+    await sleep(250);
+    expect(c.failure).toBeUndefined();
+    expect(c.phase).toBe('running');
+  });
+
+  it('starts the grace from a pull event and words the failure with the event message', async () => {
+    const t = tracker({ pullGraceMs: 80 });
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([status('a', PAUSE, pauseRunning)]));
+    c.markRequested(STEP);
+    t.observeEvent(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": manifest unknown', 'spec.containers{a}'));
+    t.observeEvent(event('e2', 'Failed', 'Error: ErrImagePull', 'spec.containers{a}'));
+    await sleep(200);
+    expect(isRuntimeError(c.failure, 'ImageNotFound')).toBe(true);
+    expect(c.failure?.message).toContain('manifest unknown');
+  });
+
+  it('until() rejects with Canceled when its ctx is cancelled', async () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    const [ctx, cancel] = withCancel(background());
+    const waiting = c.until(ctx, { operation: 'waitContainer' }, () => c.finished);
+    cancel();
+    await expect(waiting).rejects.toMatchObject({ code: 'Canceled' });
+  });
+
+  it('compares images by their normalised reference', () => {
+    expect(sameImage('alpine', 'docker.io/library/alpine:latest')).toBe(true);
+    expect(sameImage('berth/pause:1', 'docker.io/berth/pause:1')).toBe(true);
+    expect(sameImage('alpine:3.19', 'alpine:3.20')).toBe(false);
+  });
+});
+
+function event(uid: string, reason: string, message: string, fieldPath?: string, type = 'Warning', at = new Date()): CoreV1Event {
+  return {
+    metadata: { name: uid, uid },
+    involvedObject: { kind: 'Pod', name: 'pod', namespace: 'ns', uid: 'u1', ...(fieldPath ? { fieldPath } : {}) },
+    reason,
+    message,
+    type,
+    count: 1,
+    lastTimestamp: at,
+  };
+}
+
+describe('BuildTracker', () => {
+  it('fails unfinished containers when the pod is deleted, keeping exits already seen', () => {
+    const t = tracker();
+    const done = t.addContainer('step_a', 'a');
+    const running = t.addContainer('step_b', 'b');
+    t.markCreating();
+    t.markCreated('u1');
+    done.markRequested(STEP);
+    running.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', STEP, { running: {} }, 1)]));
+    t.observePodDeleted(pod([], 'Running'));
+    expect(done.exit?.exitCode).toBe(0);
+    expect(isRuntimeError(running.failure, 'ContainerFailed')).toBe(true);
+    expect(t.gone).toBe(true);
+  });
+
+  it('treats a pod of the same name with another uid as the deletion of ours', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    t.markCreating();
+    t.markCreated('u1');
+    t.observePod(pod([status('a', PAUSE, pauseRunning)], 'Running', 'u1'));
+    t.observePod(pod([status('a', PAUSE, pauseRunning)], 'Running', 'u2'));
+    expect(t.gone).toBe(true);
+    expect(c.failure?.message).toContain('another pod');
+  });
+
+  it('ignores a deletion of a pod with another uid', () => {
+    const t = tracker();
+    t.addContainer('step_a', 'a');
+    t.markCreating();
+    t.markCreated('u2');
+    t.observePodDeleted(pod([], 'Running', 'u1'));
+    expect(t.gone).toBe(false);
+  });
+
+  it('fails the build when the pod stays Pending past the timeout, saying why', async () => {
+    const t = tracker({ pendingTimeoutMs: 100 });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreating();
+    t.observePod({
+      metadata: { name: 'pod', uid: 'u1' },
+      status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }] },
+    });
+    await sleep(250);
+    expect(isRuntimeError(c.failure, 'ContainerFailed')).toBe(true);
+    expect(c.failure?.message).toContain('Pending');
+    expect(c.failure?.message).toContain('0/3 nodes are available');
+  });
+
+  it('does not time out a pod that left Pending', async () => {
+    const t = tracker({ pendingTimeoutMs: 100 });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreating();
+    t.observePod(pod([status('a', PAUSE, pauseRunning)], 'Running'));
+    await sleep(200);
+    expect(c.failure).toBeUndefined();
+  });
+
+  it('fails containers of a pod that failed (eviction), with the reason', () => {
+    const t = tracker();
+    const c = t.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t.observePod({ metadata: { name: 'pod', uid: 'u1' }, status: { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } });
+    expect(c.failure?.message).toContain('Evicted');
+  });
+
+  it('routes events to notices by container, skips the pause container\'s, and deduplicates', () => {
+    const events: RuntimeEvent[] = [];
+    const t = tracker({ events });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreated('u1');
+    t.observeEvent(event('p1', 'Started', 'Started container a', 'spec.containers{a}', 'Normal', new Date(Date.now() - 60_000)));
+    t.observeEvent(event('s1', 'Scheduled', 'Successfully assigned ns/pod to node', undefined, 'Normal'));
+    c.markRequested(STEP);
+    t.observeEvent(event('p2', 'Pulling', 'Pulling image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
+    t.observeEvent(event('p2', 'Pulling', 'Pulling image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
+    t.observeEvent({ ...event('x1', 'Pulling', 'other pod', 'spec.containers{a}', 'Normal'), involvedObject: { kind: 'Pod', name: 'pod', uid: 'u9', fieldPath: 'spec.containers{a}' } });
+    expect(events).toEqual([
+      { type: 'notice', buildId: 'org_repo_1', containerId: '', reason: 'Scheduled', message: 'Successfully assigned ns/pod to node' },
+      { type: 'notice', buildId: 'org_repo_1', containerId: 'step_a', reason: 'Pulling', message: 'Pulling image "alpine:3.20"' },
+    ]);
+  });
+});
