@@ -346,6 +346,8 @@ interface Origin {
   /** null for the implicit init and clone steps. */
   node: Node | null;
   nameNode: Node | null;
+  /** The `image` value, where image errors point. */
+  imageNode: Node | null;
 }
 
 interface Parsed {
@@ -628,7 +630,7 @@ function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secret orig
   ) {
     ctx.error(nameNode ?? node, `no commands, environment, parameters, secrets or template provided for step ${name}`, 'add commands: [...] (or parameters for a plugin)');
   }
-  return { container: c, parameters, ownEnvironment, origin: { node, nameNode }, template };
+  return { container: c, parameters, ownEnvironment, origin: { node, nameNode, imageNode: keys.get('image')?.value ?? null }, template };
 }
 
 function builtinStep(name: string, image: string): Parsed {
@@ -636,7 +638,7 @@ function builtinStep(name: string, image: string): Parsed {
     container: emptyContainer({ name, image, pull: 'not_present' }),
     parameters: {},
     ownEnvironment: {},
-    origin: { node: null, nameNode: null },
+    origin: { node: null, nameNode: null, imageNode: null },
     template: false,
   };
 }
@@ -1004,7 +1006,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     const image = p.container.image;
     if (image === '' || image === INIT_IMAGE) continue;
     const parsed = parseImageReference(image);
-    if (!parsed.ok) ctx.error(p.origin.nameNode ?? p.origin.node, `invalid image "${image}" for ${p.container.name}: ${parsed.error}`, 'use a reference such as alpine:3.20 or registry.example.com/team/tool:1.2');
+    if (!parsed.ok) ctx.error(p.origin.imageNode ?? p.origin.nameNode ?? p.origin.node, `invalid image "${image}" for ${p.container.name}: ${parsed.error}`, 'use a reference such as alpine:3.20 or registry.example.com/team/tool:1.2');
   }
 
   // secret references

@@ -103,7 +103,7 @@ describe('compilePipeline', () => {
     const result = compilePipeline(src, { file: 'p.yml' });
     if (result.ok) throw new Error('expected errors');
     expect(result.errors.map((e) => [e.line, e.message.slice(0, 20)])).toEqual([
-      [3, 'invalid image "Bad" '],
+      [4, 'invalid image "Bad" '],
       [6, 'no image provided fo'],
       [7, 'unknown key "imag" i'],
     ]);
