@@ -89,3 +89,36 @@ export function openWatch(sim: KubeSim, path: string): WatchStream {
   req.end();
   return { status, events, ended, close: () => req.destroy() };
 }
+
+/** A text stream (pods/log). */
+export interface TextStream {
+  status: Promise<number>;
+  text: () => string;
+  /** Resolves true when the server ended the response cleanly, false when it was cut. */
+  ended: Promise<boolean>;
+  close(): void;
+}
+
+/** Opens a streaming GET and collects its text. */
+export function openText(sim: KubeSim, path: string): TextStream {
+  let text = '';
+  let resolveStatus: (n: number) => void = () => undefined;
+  let resolveEnded: (clean: boolean) => void = () => undefined;
+  const status = new Promise<number>((r) => (resolveStatus = r));
+  const ended = new Promise<boolean>((r) => (resolveEnded = r));
+  const req = request(`${sim.url}${path}`, { ca: sim.caCert, headers: { authorization: `Bearer ${sim.token}` } }, (res) => {
+    resolveStatus(res.statusCode ?? 0);
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (text += chunk));
+    res.on('end', () => resolveEnded(true));
+    res.on('error', () => resolveEnded(false));
+    res.on('aborted', () => resolveEnded(false));
+    res.on('close', () => resolveEnded(res.complete));
+  });
+  req.on('error', () => {
+    resolveStatus(0);
+    resolveEnded(false);
+  });
+  req.end();
+  return { status, text: () => text, ended, close: () => req.destroy() };
+}
