@@ -1,5 +1,6 @@
 // One flat config for the whole workspace; each package runs `eslint .` against it.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export const config = tseslint.config(
@@ -30,6 +31,7 @@ export const config = tseslint.config(
   {
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node },
   },
 );
 

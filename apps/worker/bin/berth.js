@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// The `berth` command. Runs the worker from its TypeScript source on Node 24: workspace
+// packages resolve through the "@berth/source" export condition, added here by a resolve hook.
+import { registerHooks } from 'node:module';
+
+const [major] = process.versions.node.split('.').map(Number);
+if (major < 24) {
+  process.stderr.write(
+    `berth needs Node.js 24 or newer; this is ${process.version}.\n` +
+      'Run `bash tools/bootstrap.sh` and `source tools/env.sh` in the Berth checkout to use the project-local Node 24.\n',
+  );
+  process.exit(2);
+}
+
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    return nextResolve(specifier, { ...context, conditions: [...context.conditions, '@berth/source'] });
+  },
+});
+
+const { main } = await import('../src/main.ts');
+const code = await main(process.argv);
+process.exitCode = code;
+// Everything a command opened is closed by now; should a handle still hold the process, do not hang.
+setTimeout(() => {
+  process.stderr.write('berth: a resource was still open 10 s after the command finished; exiting anyway\n');
+  process.exit(code);
+}, 10_000).unref();

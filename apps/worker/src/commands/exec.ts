@@ -1,0 +1,155 @@
+import path from 'node:path';
+import { Option, type Command } from 'commander';
+import { background, withCancel } from '@berth/context';
+import { ConsoleReporter, runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
+import type { Build } from '@berth/pipeline';
+import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { CommandError, EXIT } from '../exit-codes.ts';
+import type { Io } from '../io.ts';
+import { parseAssignments, parseDuration, readSecretsFile } from '../options.ts';
+import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
+import { selectRuntime, type RuntimeChoice } from '../runtimes.ts';
+import { collect } from './compile.ts';
+import { VERSION } from '../version.ts';
+
+interface ExecFlags {
+  runtime: RuntimeChoice;
+  kubeconfig?: string;
+  namespace?: string;
+  env: string[];
+  secret: string[];
+  secretsFile?: string;
+  timeout: string;
+  step: string[];
+  stage: string[];
+  stopGrace: string;
+  color?: boolean;
+}
+
+/** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
+export function execCommand(program: Command, io: Io): void {
+  program
+    .command('exec')
+    .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
+    .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
+    .addOption(new Option('-r, --runtime <name>', 'where containers run').choices(['docker', 'kubernetes']).default('docker'))
+    .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--namespace <name>', 'namespace for --runtime kubernetes', 'default')
+    .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
+    .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
+    .option('--secrets-file <file>', 'secrets as name=value lines')
+    .option('-t, --timeout <duration>', 'the build timeout (90s, 30m, 1h)', '30m')
+    .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
+    .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
+    .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL', '10s')
+    .option('--no-color', 'no colours, even on a terminal')
+    .action(async (file: string, flags: ExecFlags) => {
+      io.exitCode = await execPipeline(file, flags, io);
+    });
+}
+
+async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
+  // Everything the user typed is checked before anything runs: one message lists every problem.
+  const problems: string[] = [];
+  const attempt = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof CommandError) problems.push(error.message);
+      else throw error;
+      return undefined;
+    }
+  };
+  const environment = attempt(() => parseAssignments(flags.env, '--env')) ?? {};
+  const secrets = {
+    ...(flags.secretsFile ? attempt(() => readSecretsFile(path.resolve(io.cwd, flags.secretsFile as string))) : {}),
+    ...attempt(() => parseAssignments(flags.secret, '--secret')),
+  };
+  const timeoutMs = attempt(() => parseDuration(flags.timeout, '--timeout'));
+  const stopGraceMs = attempt(() => parseDuration(flags.stopGrace, '--stop-grace'));
+  if (problems.length > 0) throw new CommandError(problems.join('\n'));
+
+  const compiled = compileFile(file, io.cwd, { secrets, environment });
+  for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
+  const build = selectSubset(compiled.build, flags.step, flags.stage);
+  const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
+
+  const descriptor: RuntimeDescriptor = selectRuntime(flags.runtime, { kubeconfig: flags.kubeconfig, namespace: flags.namespace });
+  const color = flags.color !== false && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
+  const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
+  const [ctx, cancel] = withCancel(background());
+  const events = new RuntimeEventRouter();
+
+  let runtime: Runtime;
+  try {
+    runtime = await descriptor.create(ctx, {
+      workerId: `berth-exec-${process.pid}`,
+      workspacePath,
+      workspaceHostPath: flags.runtime === 'docker' ? path.resolve(io.cwd) : undefined,
+      stopGraceMs,
+      onEvent: events.onEvent,
+    });
+  } catch (error) {
+    cancel();
+    if (isRuntimeError(error)) throw new CommandError(`cannot start the ${descriptor.name} runtime: ${error.detail}`, EXIT.usage);
+    throw error;
+  }
+
+  // Ctrl-C once: cancel the build and clean up. Twice: leave at once.
+  let executor: Executor | undefined;
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) {
+      io.stderr.write(`\nberth: ${signal} again: leaving without cleaning up (containers may remain; \`docker ps -a --filter label=berth.dev/worker\` lists them)\n`);
+      process.exit(EXIT.interrupted);
+    }
+    interrupted = true;
+    io.stderr.write(`\nberth: ${signal}: cancelling the build and removing its containers (press Ctrl-C again to leave at once)\n`);
+    executor?.cancelBuild(new Error(`interrupted by ${signal}`));
+    cancel(new Error(`interrupted by ${signal}`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const result = await runBuild(ctx, {
+      build,
+      runtime,
+      reporter,
+      timeoutMs,
+      events,
+      version: VERSION,
+      onStart: (e) => {
+        executor = e;
+      },
+    });
+    if (interrupted) return EXIT.interrupted;
+    return result.status === 'success' ? EXIT.ok : EXIT.failed;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    cancel();
+    await runtime.close();
+  }
+}
+
+/** Keeps only the named steps or stages (and every service); unknown names are a usage error. */
+export function selectSubset(build: Build, steps: readonly string[], stages: readonly string[]): Build {
+  if (steps.length === 0 && stages.length === 0) return build;
+  const problems: string[] = [];
+  const stepNames = [...build.steps, ...build.stages.flatMap((s) => s.steps)].map((s) => s.name).filter((n) => n !== 'init');
+  for (const name of steps) if (!stepNames.includes(name)) problems.push(`--step ${name}: no such step (steps: ${stepNames.join(', ')})`);
+  const stageNames = build.stages.map((s) => s.name).filter((n) => n !== 'init');
+  for (const name of stages) {
+    if (!stageNames.includes(name)) problems.push(`--stage ${name}: no such stage (${stageNames.length > 0 ? `stages: ${stageNames.join(', ')}` : 'the pipeline has no stages'})`);
+  }
+  if (problems.length > 0) throw new CommandError(problems.join('\n'));
+  const keepStep = (name: string) => name === 'init' || steps.length === 0 || steps.includes(name);
+  return {
+    ...build,
+    steps: build.steps.filter((s) => keepStep(s.name)),
+    stages: build.stages
+      .filter((s) => stages.length === 0 || stages.includes(s.name) || s.name === 'init')
+      .map((s) => ({ ...s, needs: s.needs.filter((n) => stages.length === 0 || stages.includes(n)), steps: s.steps.filter((st) => keepStep(st.name)) }))
+      .filter((s) => s.steps.length > 0),
+  };
+}

@@ -1,0 +1,68 @@
+import { Command, CommanderError } from 'commander';
+import { compileCommand } from './commands/compile.ts';
+import { execCommand } from './commands/exec.ts';
+import { validateCommand } from './commands/validate.ts';
+import { CommandError, EXIT } from './exit-codes.ts';
+import type { Io } from './io.ts';
+import { VERSION } from './version.ts';
+
+/** Builds the `berth` program; `io` receives its output and exit status. */
+export function createProgram(io: Io): Command {
+  const program = new Command('berth')
+    .description('Berth: a CI build worker for Vela pipelines, on Docker or Kubernetes.')
+    .version(VERSION, '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Exit status: 0 the build succeeded (or the file is valid), 1 the build failed (or the file has
+problems), 2 bad usage or configuration (nothing ran), 130 interrupted with Ctrl-C.
+
+Examples:
+  berth exec examples/hello.yml
+  berth exec --secret api_token=abc examples/secrets.yml
+  berth validate .vela.yml
+  berth compile .vela.yml > executable.json`,
+    );
+  execCommand(program, io);
+  validateCommand(program, io);
+  compileCommand(program, io);
+  for (const command of program.commands) {
+    command.exitOverride().configureOutput({ writeOut: (t) => io.stdout.write(t), writeErr: (t) => io.stderr.write(t) }).showHelpAfterError(`(run berth ${command.name()} --help for usage)`);
+  }
+  return program;
+}
+
+/**
+ * Runs the `berth` command line and returns its exit status; never throws. Usage and
+ * configuration errors print one message (never a stack trace) and return 2.
+ */
+export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+  const program = createProgram(io);
+  try {
+    await program.parseAsync([...argv]);
+    return io.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // help and version end with code 0; commander has printed the message already
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CommandError) {
+      io.stderr.write(`berth: ${error.message}\n`);
+      return error.exitCode;
+    }
+    io.stderr.write(`berth: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (io.env.BERTH_DEBUG) io.stderr.write(`${error instanceof Error ? error.stack : ''}\n`);
+    else io.stderr.write('This is a bug in Berth; run again with BERTH_DEBUG=1 for details and report it.\n');
+    return EXIT.failed;
+  }
+}
+
+function processIo(): Io {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), exitCode: EXIT.ok };
+}
