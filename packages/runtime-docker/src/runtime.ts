@@ -56,6 +56,8 @@ interface ContainerRecord {
   created: boolean;
   /** The exit, subscribed before start; settles when the container ends. */
   exit: Promise<{ StatusCode: number; Error?: { Message?: string } | null }> | undefined;
+  /** Set once the exit above resolved: the container is not running (removal need not stop it). */
+  exited: boolean;
   /** Aborts the exit subscription (on remove, on close). */
   waitController: AbortController | undefined;
 }
@@ -150,24 +152,22 @@ export class DockerRuntime implements Runtime {
     const where = { operation: 'setupContainer', subject: container.id };
     const image = this.#resolve(container, where);
     const body = this.#createBody(container, build, image, where);
-    switch (container.pull) {
-      case 'always':
-        await this.#pull(ctx, where, container, image, build.id);
-        break;
-      case 'never':
-        if (!(await this.#imageExists(ctx, where, image))) {
-          throw runtimeError('ImageNotFound', `image "${image.reference}" not found locally and pull policy is "never"`, where);
-        }
-        break;
-      case 'on_start':
-        break;
-      default:
-        if (!(await this.#imageExists(ctx, where, image))) await this.#pull(ctx, where, container, image, build.id);
-    }
-    const record: ContainerRecord = { name: engineName(container.id), buildId: build.id, body, created: false, exit: undefined, waitController: undefined };
+    if (container.pull === 'always') await this.#pull(ctx, where, container, image, build.id);
+    const record: ContainerRecord = { name: engineName(container.id), buildId: build.id, body, created: false, exit: undefined, exited: false, waitController: undefined };
     this.#containers.set(container.id, record);
     // With on_start the image is pulled by runContainer, so the container is created there.
-    if (container.pull !== 'on_start') await this.#create(ctx, where, record);
+    if (container.pull === 'on_start') return;
+    // Create first and look at the image only when the engine says it is missing: one call, not two.
+    try {
+      await this.#create(ctx, where, record);
+    } catch (error) {
+      if (!isRuntimeError(error, 'ImageNotFound') || container.pull === 'always') throw error;
+      if (container.pull === 'never') {
+        throw runtimeError('ImageNotFound', `image "${image.reference}" not found locally and pull policy is "never"`, where, error);
+      }
+      await this.#pull(ctx, where, container, image, build.id);
+      await this.#create(ctx, where, record);
+    }
   }
 
   async runContainer(ctx: Context, container: Container, build: Build): Promise<void> {
@@ -175,7 +175,7 @@ export class DockerRuntime implements Runtime {
     let record = this.#containers.get(container.id);
     if (!record) {
       const image = this.#resolve(container, where);
-      record = { name: engineName(container.id), buildId: build.id, body: this.#createBody(container, build, image, where), created: false, exit: undefined, waitController: undefined };
+      record = { name: engineName(container.id), buildId: build.id, body: this.#createBody(container, build, image, where), created: false, exit: undefined, exited: false, waitController: undefined };
       this.#containers.set(container.id, record);
     }
     if (container.pull === 'on_start') await this.#pull(ctx, where, container, this.#resolve(container, where), build.id);
@@ -195,7 +195,10 @@ export class DockerRuntime implements Runtime {
     } finally {
       stop();
     }
-    exit.catch(() => undefined);
+    exit.then(
+      () => (record.exited = true),
+      () => undefined,
+    );
     try {
       await this.#call(ctx, where, (signal) => this.#docker.getContainer(record.name).start({ abortSignal: signal }), undefined, (error) => {
         const status = statusOf(error);
@@ -251,13 +254,15 @@ export class DockerRuntime implements Runtime {
       const result = (await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).wait({ condition: 'not-running', abortSignal: signal }))) as { StatusCode: number };
       statusCode = result.StatusCode;
     }
-    // The exit code alone does not say OOM: ask, best effort.
+    // The exit code alone does not say OOM (a SIGKILL, 137): ask then, best effort.
     let reason = statusCode === 0 ? 'Completed' : 'Error';
-    try {
-      const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).inspect({ abortSignal: signal }));
-      if (info.State.OOMKilled) reason = 'OOMKilled';
-    } catch (error) {
-      if (ctx.signal.aborted) throw contextError(ctx, where, error);
+    if (statusCode === 137) {
+      try {
+        const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).inspect({ abortSignal: signal }));
+        if (info.State.OOMKilled) reason = 'OOMKilled';
+      } catch (error) {
+        if (ctx.signal.aborted) throw contextError(ctx, where, error);
+      }
     }
     return { exitCode: statusCode, reason };
   }
@@ -305,15 +310,20 @@ export class DockerRuntime implements Runtime {
     const name = this.#nameOf(container);
     const handle = this.#docker.getContainer(name);
     const graceSeconds = Math.ceil(this.#stopGraceMs / 1000);
-    // SIGTERM, the grace, then SIGKILL: the engine's stop does exactly that.
+    // SIGTERM, the grace, then SIGKILL: the engine's stop does exactly that. A container whose
+    // exit we saw, or that this runtime never created, needs no stop.
+    const record = this.#containers.get(container.id);
+    const mayRun = !record || (record.created && !record.exited);
     let gone = false;
-    try {
-      await this.#call(ctx, where, (signal) => handle.stop({ t: graceSeconds, abortSignal: signal }), undefined, (error) =>
-        statusOf(error) === 304 ? null : undefined,
-      );
-    } catch (error) {
-      if (!isRuntimeError(error, 'NotFound')) throw error;
-      gone = true;
+    if (mayRun) {
+      try {
+        await this.#call(ctx, where, (signal) => handle.stop({ t: graceSeconds, abortSignal: signal }), undefined, (error) =>
+          statusOf(error) === 304 ? null : undefined,
+        );
+      } catch (error) {
+        if (!isRuntimeError(error, 'NotFound')) throw error;
+        gone = true;
+      }
     }
     if (!gone) await this.#forceRemoveContainer(ctx, where, name);
     this.#forget(container.id);
@@ -521,20 +531,6 @@ export class DockerRuntime implements Runtime {
         ...(progress.total !== undefined ? { total: progress.total } : {}),
       }),
     );
-  }
-
-  async #imageExists(ctx: Context, where: Where, image: ResolvedImage): Promise<boolean> {
-    const found = await this.#call(
-      ctx,
-      where,
-      async (signal) => {
-        await this.#imageInspect(image.reference, signal);
-        return true;
-      },
-      undefined,
-      (error) => (statusOf(error) === 404 ? null : undefined),
-    );
-    return found === true;
   }
 
   /** `GET /images/{name}/json` with the signal (dockerode's `Image.inspect` drops `abortSignal`). */

@@ -1,0 +1,42 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Context } from '@berth/context';
+import { type Build, type Container, emptyBuild, emptyContainer } from '@berth/pipeline';
+import type { Runtime } from '@berth/runtime';
+
+/** The local test image (static busybox), built by tools/images/build.sh. */
+export const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
+
+/** `execFile` as a promise. */
+export const run = promisify(execFile);
+
+/** A random suffix so a benchmark never collides with a test run. */
+export function suffix(): string {
+  return Math.random().toString(36).slice(2, 10);
+}
+
+/** A build with its network and volume, as the executor prepares one. */
+export async function prepareBuild(ctx: Context, runtime: Runtime, id: string): Promise<Build> {
+  const build = emptyBuild({ id });
+  await runtime.setupBuild(ctx, build);
+  await runtime.createNetwork(ctx, build);
+  await runtime.createVolume(ctx, build);
+  return build;
+}
+
+/** A step of `build` running `script` with `sh -c`. */
+export function shellStep(build: Build, name: string, script: string): Container {
+  return emptyContainer({ id: `${build.id}_${name}`, name, image: BUSYBOX, pull: 'not_present', entrypoint: ['/bin/sh', '-c'], commands: [script] });
+}
+
+/** Milliseconds since `start` (from `performance.now()`), rounded to 0.1 ms. */
+export function since(start: number): number {
+  return Math.round((performance.now() - start) * 10) / 10;
+}
+
+/** The median of some numbers. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}

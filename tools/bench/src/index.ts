@@ -1,0 +1,17 @@
+/**
+ * Runs every benchmark, each in its own Node process (so one's memory does not show in another's
+ * peak RSS), one after another, and prints their figures.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+const benchmarks = ['docker-runs.ts', 'docker-logs.ts'];
+let failed = false;
+for (const file of benchmarks) {
+  const result = spawnSync(process.execPath, ['--conditions=@berth/source', path.join(import.meta.dirname, file)], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    failed = true;
+    console.error(`benchmark ${file} failed (exit ${result.status ?? result.signal})`);
+  }
+}
+process.exitCode = failed ? 1 : 0;
