@@ -20,6 +20,7 @@ const noStages = file('plain.yml', 'version: "1"\nsteps:\n  - name: a\n    image
 interface Case {
   name: string;
   args: () => string[];
+  env?: NodeJS.ProcessEnv;
   code: number;
   /** Every one of these must be in stderr. */
   says: (string | RegExp)[];
@@ -52,7 +53,7 @@ const cases: Case[] = [
   }),
   { name: 'an unknown command', args: () => ['frobnicate'], code: 2, says: [/unknown command 'frobnicate'/] },
   { name: 'an unknown flag', args: () => ['exec', '--nope', good], code: 2, says: [/unknown option '--nope'/] },
-  { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/podman/, /docker, kubernetes/] },
+  { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/--runtime "podman" is not a runtime: use docker or kubernetes/] },
   { name: 'a timeout that is not a duration', args: () => ['exec', '--timeout', 'soon', good], code: 2, says: [/--timeout "soon" is not a duration/] },
   { name: 'a zero timeout', args: () => ['exec', '--timeout', '0s', good], code: 2, says: [/--timeout must be longer than zero/] },
   { name: 'an --env without =', args: () => ['exec', '--env', 'NOVALUE', good], code: 2, says: [/--env "NOVALUE" is not NAME=VALUE/] },
@@ -60,6 +61,9 @@ const cases: Case[] = [
   { name: 'a missing secrets file', args: () => ['exec', '--secrets-file', path.join(dir, 'nope.env'), good], code: 2, says: [/cannot read the secrets file .*nope\.env: no such file/] },
   { name: 'a secrets file with a bad line', args: () => ['exec', '--secrets-file', file('bad.env', 'ok=1\njust words\n'), good], code: 2, says: [/bad\.env:2: expected name=value/] },
   { name: 'several bad flags at once, all listed', args: () => ['exec', '--env', 'X', '--timeout', 'later', good], code: 2, says: [/--env "X"/, /--timeout "later"/] },
+  { name: 'a bad --log-level', args: () => ['exec', '--log-level', 'loud', good], code: 2, says: [/--log-level "loud" is not a level/] },
+  { name: 'a namespace Kubernetes would refuse', args: () => ['exec', '--runtime', 'kubernetes', '--namespace', 'Not_OK', good], code: 2, says: [/--namespace "Not_OK" is not a Kubernetes namespace name/] },
+  { name: 'a bad BERTH_TIMEOUT in the environment', args: () => ['exec', good], env: { BERTH_TIMEOUT: 'whenever' }, code: 2, says: [/--timeout "whenever" is not a duration/] },
   { name: 'a missing pipeline file', args: () => ['exec', path.join(dir, 'missing.yml')], code: 2, says: [/no pipeline file at .*missing\.yml/] },
   { name: 'a pipeline path that is a directory', args: () => ['validate', dir], code: 2, says: [/is a directory/] },
   { name: 'no .vela.yml in the current directory', args: () => ['validate'], code: 2, says: [/no pipeline file at \.vela\.yml/, /name a pipeline file/] },
@@ -75,10 +79,10 @@ describe('berth on bad input: a clear message, the documented exit status, never
     expect(cases.length).toBeGreaterThanOrEqual(25);
   });
 
-  it.each(cases)('$name → exit $code', async ({ args, code, says }) => {
+  it.each(cases)('$name → exit $code', async ({ args, code, says, env }) => {
     const cwd = path.join(dir, 'empty-cwd');
     mkdirSync(cwd, { recursive: true });
-    const run = await runCli(args(), { cwd });
+    const run = await runCli(args(), { cwd, env });
     expect(run.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
     for (const s of says) expect(run.stderr).toMatch(s);
     expect(run.code).toBe(code);

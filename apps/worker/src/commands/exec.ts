@@ -1,30 +1,18 @@
 import path from 'node:path';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { background, withCancel } from '@berth/context';
 import { ConsoleReporter, runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
 import type { Build } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
-import { parseAssignments, parseDuration, readSecretsFile } from '../options.ts';
+import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
+import { createLogger } from '../logger.ts';
 import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
-import { selectRuntime, type RuntimeChoice } from '../runtimes.ts';
+import { selectRuntime } from '../runtimes.ts';
 import { collect } from './compile.ts';
 import { VERSION } from '../version.ts';
 
-interface ExecFlags {
-  runtime: RuntimeChoice;
-  kubeconfig?: string;
-  namespace?: string;
-  env: string[];
-  secret: string[];
-  secretsFile?: string;
-  timeout: string;
-  step: string[];
-  stage: string[];
-  stopGrace: string;
-  color?: boolean;
-}
 
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
@@ -32,16 +20,17 @@ export function execCommand(program: Command, io: Io): void {
     .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .addOption(new Option('-r, --runtime <name>', 'where containers run').choices(['docker', 'kubernetes']).default('docker'))
-    .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (default: $KUBECONFIG or ~/.kube/config)')
-    .option('--namespace <name>', 'namespace for --runtime kubernetes', 'default')
+    .option('-r, --runtime <name>', 'where containers run: docker or kubernetes (env BERTH_RUNTIME; default docker)')
+    .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (env KUBECONFIG)')
+    .option('--namespace <name>', 'namespace for --runtime kubernetes (env BERTH_NAMESPACE; default default)')
     .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
     .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
     .option('--secrets-file <file>', 'secrets as name=value lines')
-    .option('-t, --timeout <duration>', 'the build timeout (90s, 30m, 1h)', '30m')
+    .option('-t, --timeout <duration>', 'the build timeout: 90s, 30m, 1h (env BERTH_TIMEOUT; default 30m)')
     .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-    .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL', '10s')
+    .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL (default 10s)')
+    .option('--log-level <level>', "Berth's own log on stderr: fatal, error, warn, info, debug, trace, silent (env BERTH_LOG_LEVEL; default warn)")
     .option('--no-color', 'no colours, even on a terminal')
     .action(async (file: string, flags: ExecFlags) => {
       io.exitCode = await execPipeline(file, flags, io);
@@ -50,32 +39,18 @@ export function execCommand(program: Command, io: Io): void {
 
 async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
-  const problems: string[] = [];
-  const attempt = <T>(fn: () => T): T | undefined => {
-    try {
-      return fn();
-    } catch (error) {
-      if (error instanceof CommandError) problems.push(error.message);
-      else throw error;
-      return undefined;
-    }
-  };
-  const environment = attempt(() => parseAssignments(flags.env, '--env')) ?? {};
-  const secrets = {
-    ...(flags.secretsFile ? attempt(() => readSecretsFile(path.resolve(io.cwd, flags.secretsFile as string))) : {}),
-    ...attempt(() => parseAssignments(flags.secret, '--secret')),
-  };
-  const timeoutMs = attempt(() => parseDuration(flags.timeout, '--timeout'));
-  const stopGraceMs = attempt(() => parseDuration(flags.stopGrace, '--stop-grace'));
-  if (problems.length > 0) throw new CommandError(problems.join('\n'));
+  const config = parseExecConfig(flags, io.env, io.cwd);
+  const secrets = { ...config.secretsFile, ...config.secret };
+  const environment = config.env;
+  const logger = createLogger(io, config.logLevel, config.color);
 
   const compiled = compileFile(file, io.cwd, { secrets, environment });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
-  const build = selectSubset(compiled.build, flags.step, flags.stage);
+  const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
 
-  const descriptor: RuntimeDescriptor = selectRuntime(flags.runtime, { kubeconfig: flags.kubeconfig, namespace: flags.namespace });
-  const color = flags.color !== false && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
+  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace });
+  const color = config.color && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
   const [ctx, cancel] = withCancel(background());
   const events = new RuntimeEventRouter();
@@ -85,8 +60,8 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
     runtime = await descriptor.create(ctx, {
       workerId: `berth-exec-${process.pid}`,
       workspacePath,
-      workspaceHostPath: flags.runtime === 'docker' ? path.resolve(io.cwd) : undefined,
-      stopGraceMs,
+      workspaceHostPath: config.runtime === 'docker' ? path.resolve(io.cwd) : undefined,
+      stopGraceMs: config.stopGrace,
       onEvent: events.onEvent,
     });
   } catch (error) {
@@ -115,7 +90,8 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
       build,
       runtime,
       reporter,
-      timeoutMs,
+      timeoutMs: config.timeout,
+      logger: { debug: (m) => logger.debug(m), info: (m) => logger.info(m), warn: (m) => logger.warn(m) },
       events,
       version: VERSION,
       onStart: (e) => {
