@@ -2,7 +2,7 @@
  * Uploads a growing log to a server that only takes the whole log (Vela's log PUT replaces the
  * stored data), keeping the bytes sent a small, bounded multiple of the log's size.
  */
-import { type Context } from '@berth/context';
+import { type Context, sleep } from '@berth/context';
 
 /** Sends the whole log so far; rejects on failure. */
 export type UploadFn = (ctx: Context, log: Uint8Array, final: boolean) => Promise<void>;
@@ -14,7 +14,7 @@ export interface WholeLogUploaderOptions {
   maxBytes?: number;
   /**
    * Byte budget of the uploads before the final one, as a multiple of the log's current size
-   * (default 1.8): a non-final upload of a log of size s starts only when
+   * (default 1.5): a non-final upload of a log of size s starts only when
    * `sent + s ≤ budget·s + slackBytes`, counting failed attempts too. With the final upload,
    * every byte sent adds up to at most `(budget + 1)·size + slackBytes`, plus one log per failed
    * final attempt.
@@ -26,8 +26,12 @@ export interface WholeLogUploaderOptions {
   growthFraction?: number;
   /** …or when this long has passed since the last upload and something is unsent (default 3000 ms). */
   intervalMs?: number;
-  /** Called when a non-final upload fails (the next one carries everything anyway). */
-  onError?: (e: unknown) => void;
+  /** Attempts of the final upload (default 6), with capped jittered backoff between them. */
+  finalAttempts?: number;
+  /** First backoff of the final upload's retries in ms (default 500, doubling, capped at 10 s). */
+  finalBackoffMs?: number;
+  /** Called when an upload fails (a non-final one is not retried: the next one carries everything anyway). */
+  onError?: (e: unknown, final: boolean) => void;
 }
 
 /** What an uploader sent. */
@@ -39,7 +43,10 @@ export interface UploadStats {
   /** Bytes of log data in every upload attempt, failed ones included. */
   sentBytes: number;
   uploads: number;
+  /** Failed attempts, the final upload's included. */
   failures: number;
+  /** Failed attempts of the final upload (each costs one more whole log). */
+  finalFailures: number;
   /** True once the final upload succeeded (or there was nothing to upload). */
   complete: boolean;
 }
@@ -65,6 +72,7 @@ export class WholeLogUploader {
   #sent = 0;
   #uploads = 0;
   #failures = 0;
+  #finalFailures = 0;
   #inFlight: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #ctx: Context | undefined;
@@ -74,7 +82,9 @@ export class WholeLogUploader {
   constructor(options: WholeLogUploaderOptions) {
     this.#o = {
       maxBytes: 0,
-      budget: 1.8,
+      budget: 1.5,
+      finalAttempts: 6,
+      finalBackoffMs: 500,
       slackBytes: 256 * 1024,
       growthFraction: 0.5,
       intervalMs: 3_000,
@@ -114,6 +124,7 @@ export class WholeLogUploader {
       sentBytes: this.#sent,
       uploads: this.#uploads,
       failures: this.#failures,
+      finalFailures: this.#finalFailures,
       complete: this.#complete,
     };
   }
@@ -131,13 +142,20 @@ export class WholeLogUploader {
       return;
     }
     const size = this.#size;
-    this.#uploads += 1;
-    this.#sent += size;
-    try {
-      await this.#o.upload(ctx, this.#buf.subarray(0, size), true);
-    } catch (e) {
-      this.#failures += 1;
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      this.#uploads += 1;
+      this.#sent += size;
+      try {
+        await this.#o.upload(ctx, this.#buf.subarray(0, size), true);
+        break;
+      } catch (e) {
+        this.#failures += 1;
+        this.#finalFailures += 1;
+        this.#o.onError?.(e, true);
+        if (attempt >= this.#o.finalAttempts || ctx.signal.aborted) throw e;
+        const d = Math.min(10_000, this.#o.finalBackoffMs * 2 ** (attempt - 1));
+        await sleep(ctx, d / 2 + (Math.random() * d) / 2);
+      }
     }
     this.#acked = size;
     this.#complete = true;
@@ -192,7 +210,7 @@ export class WholeLogUploader {
         this.#acked = Math.max(this.#acked, size);
       } catch (e) {
         this.#failures += 1;
-        this.#o.onError?.(e);
+        this.#o.onError?.(e, false);
       }
     };
     this.#inFlight = run().finally(() => {

@@ -22,8 +22,6 @@ export interface VelaReporterOptions {
   upload?: Omit<WholeLogUploaderOptions, 'upload' | 'maxBytes' | 'onError'>;
   /** Retries of status PUTs (default 5 attempts). */
   statusRetry?: RetryOptions;
-  /** Retries of a log's final upload (default 6 attempts). */
-  finalLogRetry?: RetryOptions;
   /** Where failed uploads are reported (a pino logger fits). */
   logger?: { warn(obj: object, msg: string): void };
 }
@@ -111,11 +109,10 @@ export class VelaReporter implements Reporter {
       up = new WholeLogUploader({
         ...this.#options.upload,
         maxBytes: this.#options.maxLogSize ?? 0,
-        upload: (c, log, final) =>
-          this.#client.updateLog(c, this.#org, this.#repo, this.#build.number, kind, target.number, log, {
-            retry: final ? (this.#options.finalLogRetry ?? { attempts: 6 }) : { attempts: 1 },
-          }),
-        onError: (e) => this.#options.logger?.warn({ target: key, err: e instanceof Error ? e.message : String(e) }, 'log upload failed; the next upload carries it'),
+        // One attempt per upload: the uploader retries the final one itself and counts every byte.
+        upload: (c, log) => this.#client.updateLog(c, this.#org, this.#repo, this.#build.number, kind, target.number, log, { retry: { attempts: 1 } }),
+        onError: (e, final) =>
+          this.#options.logger?.warn({ target: key, final, err: e instanceof Error ? e.message : String(e) }, final ? 'final log upload failed' : 'log upload failed; the next upload carries it'),
       });
       this.#uploaders.set(key, up);
     }
