@@ -69,10 +69,10 @@ export interface BuildReport {
  * ({@link WholeLogUploader} does that). The executor awaits every call: a slow `appendLog` slows the
  * reading of that container's log (backpressure) and nothing piles up in memory.
  *
- * Gotchas: `appendLog` may be called with a cancelled ctx's children never — but the ctx it gets is
- * the log-streaming ctx, which ends when the build is cancelled and its grace is over; `closeLog`
- * and status calls get a ctx that is not cancelled with the build: bound your own requests. A
- * method that throws or rejects is logged and otherwise ignored: it never fails the build.
+ * Gotchas: `appendLog` gets the log-streaming ctx, which ends when the build was cancelled and its
+ * grace is over (the rest of the log is then dropped); `closeLog` and the status calls get a ctx
+ * that is not cancelled with the build: bound your own requests. A method that rejects is logged
+ * and otherwise ignored: it never fails the build.
  */
 export interface Reporter {
   /** The build's status changed (running, then a final status). */

@@ -31,7 +31,8 @@ const t0 = Date.now();
 const trace = () => (process.env.BERTH_TRACE ? { debug: (m: string) => console.log(Date.now() - t0, m), warn: (m: string) => console.log(Date.now() - t0, 'WARN', m) } : undefined);
 const never = { pull: 'never' as const };
 
-describe('runBuild on Docker', () => {
+// Creating and starting a container takes seconds on a loaded 2-core machine.
+describe('runBuild on Docker', { timeout: 180_000 }, () => {
   it('runs a pipeline: a service reached by name, stages with needs, a failing step with continue, secrets masked', async () => {
     const reporter = new RecordingReporter();
     const failing = ctn('flaky', { ...never, commands: ['echo about to fail', 'exit 5'] });
