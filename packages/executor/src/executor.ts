@@ -259,7 +259,6 @@ export class Executor {
   readonly #stageDone = new Map<string, Deferred>();
   /** Secret values loaded so far (by secret name). */
   readonly #secretValues = new Map<string, string>();
-  readonly #streamsServed = deferred();
 
   #status: Status = 'pending';
   #started: number | undefined;
@@ -340,6 +339,9 @@ export class Executor {
    * Cancels the build: the build ctx is cancelled (exec stops at once, streams after their grace),
    * running steps end `canceled` with exit code 137, steps not reached end `canceled`, and the
    * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over.
+   *
+   * Gotcha: it cancels through the contexts made by {@link contexts} (runBuild makes them); an
+   * executor driven with contexts of its own only records the cancel — cancel those yourself.
    */
   cancelBuild(cause?: unknown): void {
     if (this.#destroyed || isFinal(this.#status)) return;
@@ -534,7 +536,6 @@ export class Executor {
         const run = this.#runs.get(left.value.container.id);
         if (run !== undefined) await this.#finishStream(run);
       }
-      this.#streamsServed.resolve();
     }
   }
 
