@@ -1,6 +1,7 @@
 import { berthVitestConfig } from '../../vitest.shared.ts';
 
-export const config = berthVitestConfig(import.meta.dirname);
+// Pods really run in Docker: on a loaded 2-core machine a test can take a while.
+export const config = berthVitestConfig(import.meta.dirname, { testTimeout: 90_000 });
 // vitest reads the default export.
 // eslint-disable-next-line no-restricted-syntax
 export default config;

@@ -182,3 +182,21 @@ describe('counters', () => {
     expect(wire.body.byVerbResource).toEqual(s.byVerbResource);
   });
 });
+
+describe('close', () => {
+  it('returns while the node agent is stalled with pods mid-run, and leaves no Docker objects', async () => {
+    const other = await startTestSim();
+    try {
+      await other.core.createNamespacedPod({ namespace: ns, body: pod('mid-run', { args: ['sleep', '30'] }) });
+      await waitFor('running', async () => (await other.core.readNamespacedPod({ namespace: ns, name: 'mid-run' })).status?.containerStatuses?.[0]?.state?.running);
+      other.sim.faults.set({ stallNodeAgent: true });
+      await other.core.deleteNamespacedPod({ namespace: ns, name: 'mid-run' });
+      await new Promise((r) => setTimeout(r, 500));
+      // The stalled kubelet has not confirmed the deletion.
+      expect((await other.core.readNamespacedPod({ namespace: ns, name: 'mid-run' })).metadata?.deletionTimestamp).toBeTruthy();
+    } finally {
+      await other.sim.close();
+    }
+    expect(dockerObjects(other.sim.instanceId)).toEqual([]);
+  });
+});

@@ -167,8 +167,9 @@ export class PodWorker {
     this.#event({ type, reason, message, fieldPath: `spec.containers{${run.name}}` });
   }
 
+  /** Waits while the node agent is stalled; a kill or destroy ends the wait. */
   async #waitUnstalled(): Promise<void> {
-    while (this.#deps.faults.agentStalled && !this.#destroyed) await delay(100);
+    while (this.#deps.faults.agentStalled && !this.#destroyed && !this.#stopping) await delay(100);
   }
 
   /** Sleeps unless woken (spec change, stop). Resolves true when the full time elapsed. */
@@ -429,6 +430,7 @@ export class PodWorker {
 
   /** Graceful deletion: kill with the grace period, report the final status, remove the pod object. */
   async #terminate(graceSeconds: number): Promise<void> {
+    // A stalled kubelet does not confirm deletions: the pod stays Terminating until it recovers.
     await this.#waitUnstalled();
     if (this.#destroyed) return;
     await this.#kill(graceSeconds);
