@@ -173,6 +173,9 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
     if (since) url.searchParams.set('sinceTime', since);
     const options: https.RequestOptions = { method: 'GET', headers: {} };
     await target.kc.applyToHTTPSOptions(options);
+    // One connection per stream, closed with it: no pooled socket outlives the container's log.
+    options.agent = false;
+    options.headers = { ...options.headers, Connection: 'close' };
     if (finished) return { kind: 'ended', gotData: false };
     if (stats) stats.requests++;
     return new Promise<ReadResult>((resolve) => {

@@ -1,7 +1,7 @@
 // A scriptable stand-in for the API server, for unit tests of the informer and the log follower:
 // each request is handed to the test, which answers it however it likes.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 
 /** One request the fake received. */
@@ -25,7 +25,7 @@ export interface FakeApi {
 /** Starts a plain-HTTP fake on 127.0.0.1 (the kubeconfig sets insecure-skip-tls-verify, which client-node requires for http). */
 export async function startFakeApi(handler: (request: FakeRequest) => void): Promise<FakeApi> {
   const requests: FakeRequest[] = [];
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     const request = { method: req.method ?? 'GET', url: new URL(req.url ?? '/', 'http://fake'), req, res };
     requests.push(request);

@@ -1,0 +1,198 @@
+// The runtime against kube-sim under faults: dropped watches, 410s, 500s, pull failures, a stalled
+// node, cancellation, and what a build leaves behind.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { background, withCancel, withTimeout } from '@berth/context';
+import type { KubeSim } from '@berth/kube-sim';
+import { parseImageReference, type Container } from '@berth/pipeline';
+import { isRuntimeError, type RuntimeErrorCode, type RuntimeEvent } from '@berth/runtime';
+import { conformanceBuild, conformanceStep, runToCompletion, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
+import { KubeConfig } from '@kubernetes/client-node';
+import { podNameOf, type KubernetesRuntime } from '../src/index.ts';
+import { BUSYBOX, buildOf, simRuntime, startSim } from './helpers.ts';
+
+let sim: KubeSim;
+const runtimes: KubernetesRuntime[] = [];
+beforeAll(async () => {
+  sim = await startSim();
+});
+afterEach(async () => {
+  sim.faults.clear();
+  for (const runtime of runtimes.splice(0)) {
+    await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
+    await runtime.close();
+  }
+});
+afterAll(async () => {
+  await sim?.close();
+});
+
+async function runtimeFor(...args: Parameters<typeof simRuntime> extends [unknown, ...infer R] ? R : never): Promise<KubernetesRuntime> {
+  const runtime = await simRuntime(sim, ...args);
+  runtimes.push(runtime);
+  return runtime;
+}
+
+function readPod(name: string): Promise<unknown> {
+  const kc = new KubeConfig();
+  kc.loadFromString(sim.kubeconfig);
+  return kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: 'default', name });
+}
+
+describe('under API faults', () => {
+  it('20 builds of 5 steps report every exit code while watches drop every 2 s, a 410 and 500s on list hit', async () => {
+    // Every step is a container start in kube-sim's Docker (3-4 s each on a 2-core machine): the
+    // pending timeout is raised so a slow start is not mistaken for a stuck pod.
+    const runtime = await runtimeFor({}, { pendingTimeoutMs: 300_000 });
+    sim.faults.set({ closeWatchesEverySeconds: 2 });
+    const exitOf = (b: number, i: number): number => (b * 5 + i) % 4;
+    const runBuild = async (b: number): Promise<{ exits: number[]; logs: string[] }> => {
+      const { build, steps } = buildOf(5, (i) => [`echo build-${b}-step-${i}`, `exit ${exitOf(b, i)}`]);
+      const [ctx, cancel] = withTimeout(background(), 300_000);
+      try {
+        await setupBuildResources(ctx, runtime, build);
+        const exits: number[] = [];
+        const logs: string[] = [];
+        for (const step of steps) {
+          const result = await runToCompletion(runtime, build, step, { ctx });
+          exits.push(result.exit.exitCode);
+          logs.push(result.logs);
+        }
+        await teardownBuild(ctx, runtime, build);
+        return { exits, logs };
+      } finally {
+        cancel();
+      }
+    };
+    // Faults while the batches run: a 410 on a watch (relist), then 500s on lists and watches (restarts).
+    const chaos = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      sim.faults.set({ failRequests: { count: 1, code: 410, verbs: ['watch'] }, closeWatchesNow: true });
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      sim.faults.set({ failRequests: { count: 4, code: 500, verbs: ['list', 'watch'] }, closeWatchesNow: true });
+    })();
+    const results: { exits: number[]; logs: string[] }[] = [];
+    const started = performance.now();
+    for (let batch = 0; batch < 2; batch++) {
+      results.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => runBuild(batch * 10 + k)))));
+    }
+    console.log(`20 builds x 5 steps under faults: ${Math.round((performance.now() - started) / 1000)} s`);
+    await chaos;
+    results.forEach((result, b) => {
+      expect(result.exits, `build ${b}`).toEqual([0, 1, 2, 3, 4].map((i) => exitOf(b, i)));
+      expect(result.logs, `build ${b}`).toEqual([0, 1, 2, 3, 4].map((i) => `build-${b}-step-${i}\n`));
+    });
+    const counters = sim.counters.snapshot();
+    expect(counters.faultsInjected['410'], 'the 410 was injected').toBeGreaterThanOrEqual(1);
+    expect(counters.faultsInjected['500'], 'the 500s were injected').toBeGreaterThanOrEqual(1);
+    expect(runtime.podTracker.stats().restarts, 'the informers restarted after the 500s').toBeGreaterThanOrEqual(1);
+    expect(runtime.podTracker.stats().open, 'one pod and one events informer').toBe(2);
+  }, 600_000);
+});
+
+describe('pull failures', () => {
+  const cases: [string, Partial<Container>, RuntimeErrorCode, RegExp, (image: string) => void][] = [
+    ['ErrImagePull (injected)', { image: 'berth/pull-fault:1' }, 'ImagePullFailed', /ErrImagePull|ImagePullBackOff/, (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'ErrImagePull', message: 'registry timeout (injected)' } } })],
+    ['a missing image (not found)', { image: 'berth/does-not-exist:1' }, 'ImageNotFound', /not found/, () => undefined],
+    ['ErrImageNeverPull', { image: 'berth/does-not-exist:2', pull: 'never' }, 'ImageNotFound', /ErrImageNeverPull/, () => undefined],
+    ['CreateContainerConfigError (injected)', { image: 'berth/config-fault:1' }, 'InvalidConfig', /CreateContainerConfigError/, (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'CreateContainerConfigError', message: 'secret "token" not found' } } })],
+  ];
+  it.each(cases)('%s fails the step after the grace with %s and the kubelet message', async (_name, fields, code, message, inject) => {
+    const runtime = await runtimeFor({}, { pullGraceMs: 1_000 });
+    const build = conformanceBuild();
+    const step = conformanceStep(build, 'pull', 1, { image: BUSYBOX, script: ['echo never'], ...fields });
+    build.steps = [step];
+    const normalized = parseImageReference(step.image);
+    if (normalized.ok) inject(normalized.reference.normalized);
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    const started = performance.now();
+    const run = runtime.runContainer(ctx, step, build);
+    const wait = runtime.waitContainer(ctx, step);
+    const [runOutcome, waitOutcome] = await Promise.allSettled([run, wait]);
+    const elapsed = performance.now() - started;
+    for (const outcome of [runOutcome, waitOutcome]) {
+      expect(outcome.status).toBe('rejected');
+      const reason = outcome.status === 'rejected' ? (outcome.reason as Error) : undefined;
+      expect(isRuntimeError(reason, code), String(reason)).toBe(true);
+      expect(reason?.message).toMatch(message);
+    }
+    expect(elapsed, 'waited for the grace').toBeGreaterThanOrEqual(900);
+    expect(elapsed, 'did not hang').toBeLessThan(20_000);
+    await teardownBuild(ctx, runtime, build);
+  });
+
+  it('InvalidImageName fails the step at once (no grace)', async () => {
+    const runtime = await runtimeFor({}, { pullGraceMs: 30_000 });
+    const build = conformanceBuild();
+    const step = conformanceStep(build, 'bad', 1, { image: 'berth/invalid-fault:1', script: ['true'] });
+    build.steps = [step];
+    sim.faults.set({ imagePullFailures: { 'docker.io/berth/invalid-fault:1': { reason: 'InvalidImageName', message: 'couldn\'t parse image reference (injected)' } } });
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    const started = performance.now();
+    const outcome = await Promise.allSettled([runtime.runContainer(ctx, step, build)]);
+    expect(outcome[0]?.status).toBe('rejected');
+    const error = outcome[0]?.status === 'rejected' ? (outcome[0].reason as Error) : undefined;
+    expect(isRuntimeError(error, 'InvalidConfig'), String(error)).toBe(true);
+    expect(performance.now() - started, 'well before the 30 s grace').toBeLessThan(15_000);
+    await expect(runtime.waitContainer(ctx, step)).rejects.toMatchObject({ code: 'InvalidConfig' });
+    await teardownBuild(ctx, runtime, build);
+  });
+
+  it('reports the kubelet\'s pull events as notices of the step', async () => {
+    const events: RuntimeEvent[] = [];
+    const runtime = await runtimeFor({ onEvent: (event) => events.push(event) }, { pullGraceMs: 800 });
+    const build = conformanceBuild();
+    const step = conformanceStep(build, 'missing', 1, { image: 'berth/does-not-exist:3', script: ['true'] });
+    build.steps = [step];
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    await expect(runtime.runContainer(ctx, step, build)).rejects.toMatchObject({ code: 'ImageNotFound' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const notices = events.filter((e) => e.type === 'notice' && e.containerId === step.id);
+    expect(notices.map((n) => (n.type === 'notice' ? n.reason : ''))).toContain('Failed');
+    expect(JSON.stringify(notices)).toContain('berth/does-not-exist:3');
+    await teardownBuild(ctx, runtime, build);
+  });
+});
+
+describe('pod lifecycle', () => {
+  it('fails the build when its pod stays Pending past the timeout (stalled node)', async () => {
+    const runtime = await runtimeFor({}, { pendingTimeoutMs: 1_500 });
+    sim.faults.set({ stallNodeAgent: true });
+    const { build, steps } = buildOf(1, () => ['echo hi']);
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    const started = performance.now();
+    const outcome = await Promise.allSettled([runtime.waitContainer(ctx, steps[0]!)]);
+    expect(outcome[0]?.status).toBe('rejected');
+    const error = outcome[0]?.status === 'rejected' ? (outcome[0].reason as Error) : undefined;
+    expect(isRuntimeError(error, 'ContainerFailed'), String(error)).toBe(true);
+    expect(error?.message).toContain('stayed Pending');
+    expect(performance.now() - started).toBeLessThan(10_000);
+    await expect(runtime.runContainer(ctx, steps[0]!, build)).rejects.toMatchObject({ code: 'ContainerFailed' });
+    sim.faults.set({ stallNodeAgent: false });
+    await teardownBuild(ctx, runtime, build);
+  });
+
+  it('cancelling mid-step and removing the build deletes the pod within 2 s', async () => {
+    const runtime = await runtimeFor();
+    const { build, steps } = buildOf(1, () => ['echo running', 'sleep 60']);
+    const step = steps[0]!;
+    await setupBuildResources(background(), runtime, build);
+    const [ctx, cancel] = withCancel(background());
+    await runtime.runContainer(ctx, step, build);
+    const waiting = runtime.waitContainer(ctx, step);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    cancel();
+    await expect(waiting).rejects.toMatchObject({ code: 'Canceled' });
+    const started = performance.now();
+    const [destroy, done] = withTimeout(background(), 10_000);
+    await runtime.removeBuild(destroy, build);
+    done();
+    expect(performance.now() - started, 'removeBuild returned once the pod was gone').toBeLessThan(2_000);
+    await expect(readPod(podNameOf(build.id))).rejects.toMatchObject({ code: 404 });
+  });
+
+});
