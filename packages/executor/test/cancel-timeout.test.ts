@@ -125,10 +125,12 @@ describe('in stream', () => {
     const reporter = new RecordingReporter();
     reporter.appendDelayMs = 20;
     const started = Date.now();
-    const result = await runBuild(background(), { build: loud(), runtime, reporter, timeoutMs: 300, logs: { batchBytes: 32 } });
-    expect(Date.now() - started).toBeGreaterThan(300);
+    // About 280 batches of 32 bytes at 20 ms each: delivery outlasts the 2 s build timeout.
+    const build = makeBuild({ steps: [ctn('loud', { commands: ['seq 1 2000'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter, timeoutMs: 2000, logs: { batchBytes: 32 } });
+    expect(Date.now() - started).toBeGreaterThan(2000);
     expect(result.status).toBe('success');
-    expect(reporter.log('loud').endsWith('399\n400\n')).toBe(true);
+    expect(reporter.log('loud').endsWith('1999\n2000\n')).toBe(true);
   });
 
   it('a cancel cuts streaming after the log-streaming grace', async () => {
@@ -142,11 +144,15 @@ describe('in stream', () => {
       reporter,
       logStreamingGraceMs: 300,
       logs: { batchBytes: 32 },
-      onStart: (executor) =>
-        setTimeout(() => {
+      // Cancel once the step has ended, while its log is still being delivered.
+      onStart: (executor) => {
+        const poll = setInterval(() => {
+          if (reporter.last('loud')?.status !== 'success') return;
+          clearInterval(poll);
           canceledAt = Date.now();
           executor.cancelBuild();
-        }, 300),
+        }, 5);
+      },
     });
     const afterCancel = Date.now() - canceledAt;
     expect(afterCancel).toBeGreaterThanOrEqual(250);
