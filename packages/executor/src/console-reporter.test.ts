@@ -42,6 +42,19 @@ describe('ConsoleReporter', () => {
     expect(printed).toMatch(new RegExp(`^build ${build.id} ✗ failure in \\S+$`, 'm'));
   });
 
+  it("prints a step's result after its last log line, even when the status arrives first", async () => {
+    const { out, text } = capture();
+    const reporter = new ConsoleReporter(out, { env: {}, nameWidth: 4 });
+    const ctx = background();
+    const report = { ...target, exitCode: 0, detached: false, continueOnFailure: false };
+    await reporter.stepStatus(ctx, { ...report, status: 'running', started: 1000 });
+    await reporter.appendLog(ctx, target, Buffer.from('first\nsecond '));
+    await reporter.stepStatus(ctx, { ...report, status: 'success', started: 1000, finished: 3000 });
+    await reporter.appendLog(ctx, target, Buffer.from('half\nlast\n'));
+    await reporter.closeLog(ctx, target);
+    expect(text()).toBe('test ▶ step test (busybox)\ntest │ first\ntest │ second half\ntest │ last\ntest ✓ success in 2.0s\n');
+  });
+
   it('colours only on a TTY without NO_COLOR', () => {
     expect(new ConsoleReporter(capture(true).out, { env: {} }).colored).toBe(true);
     expect(new ConsoleReporter(capture(true).out, { env: { NO_COLOR: '1' } }).colored).toBe(false);

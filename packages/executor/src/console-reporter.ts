@@ -66,6 +66,10 @@ interface TargetState {
   decoder: StringDecoder;
   partial: string;
   lastPull: string;
+  /** The target started and its log is not closed yet: its result line waits for the log's end. */
+  logOpen: boolean;
+  /** The result line, held until the log is closed so it follows the step's last log line. */
+  pendingResult?: string;
 }
 
 /**
@@ -110,6 +114,8 @@ export class ConsoleReporter implements Reporter {
       await this.#write(ctx, `${this.#paint('1', `build ${build.id}`)} on ${build.runtime} (${build.host})\n`);
       return;
     }
+    // Results still waiting for their log's end (a stream that never closed) come before the summary.
+    for (const state of this.#targets.values()) await this.#releaseResult(ctx, state);
     await this.#write(ctx, this.#summary(build));
   }
 
@@ -119,17 +125,24 @@ export class ConsoleReporter implements Reporter {
     const name = this.#name(step);
     if (step.status === 'running') {
       if (previous?.status === 'running') return;
+      this.#state(step).logOpen = true;
       const what = step.kind === 'service' ? 'service' : step.detached ? 'detached step' : step.kind === 'init' ? 'init' : 'step';
       const stage = step.stage === undefined ? '' : ` [stage ${step.stage}]`;
       await this.#write(ctx, `${name} ${this.#paint(STATUS_COLOR.running, STATUS_MARK.running)} ${what} ${step.name}${stage}${step.kind === 'init' ? '' : ` (${step.image})`}\n`);
       return;
     }
     if (step.status === 'pending') return;
-    await this.#flushPartial(ctx, step);
     const took = step.started !== undefined && step.finished !== undefined ? ` in ${duration(step.finished - step.started)}` : '';
     const exit = step.status === 'failure' || step.status === 'killed' || (step.exitCode !== 0 && step.status !== 'success') ? ` (exit code ${step.exitCode})` : '';
     const error = step.error !== undefined && !/^exited with code \d+$/.test(step.error) ? `: ${step.error}` : '';
-    await this.#write(ctx, `${name} ${this.#paint(STATUS_COLOR[step.status], `${STATUS_MARK[step.status]} ${step.status}`)}${exit}${took}${error}\n`);
+    const result = `${name} ${this.#paint(STATUS_COLOR[step.status], `${STATUS_MARK[step.status]} ${step.status}`)}${exit}${took}${error}\n`;
+    const state = this.#state(step);
+    if (state.logOpen) {
+      state.pendingResult = result;
+      return;
+    }
+    await this.#flushPartial(ctx, step);
+    await this.#write(ctx, result);
   }
 
   async appendLog(ctx: Context, target: Target, chunk: Uint8Array): Promise<void> {
@@ -150,6 +163,15 @@ export class ConsoleReporter implements Reporter {
     const state = this.#state(target);
     state.partial += state.decoder.end();
     await this.#flushPartial(ctx, target);
+    state.logOpen = false;
+    await this.#releaseResult(ctx, state);
+  }
+
+  async #releaseResult(ctx: Context, state: TargetState): Promise<void> {
+    const result = state.pendingResult;
+    if (result === undefined) return;
+    state.pendingResult = undefined;
+    await this.#write(ctx, result);
   }
 
   runtimeEvent(_ctx: Context, target: Target, event: RuntimeEvent): void {
@@ -173,7 +195,7 @@ export class ConsoleReporter implements Reporter {
   #state(target: Target): TargetState {
     let state = this.#targets.get(target.id);
     if (state === undefined) {
-      state = { color: PALETTE[this.#targets.size % PALETTE.length] as string, decoder: new StringDecoder('utf8'), partial: '', lastPull: '' };
+      state = { color: PALETTE[this.#targets.size % PALETTE.length] as string, decoder: new StringDecoder('utf8'), partial: '', lastPull: '', logOpen: false };
       this.#targets.set(target.id, state);
       if (!this.#fixedWidth && target.name.length > this.#width) this.#width = Math.min(24, target.name.length);
     }
