@@ -59,14 +59,14 @@ describe('pods/log', () => {
   });
 
   it('a stream cut by the log fault is resumed with sinceTime, and timestamps let the client drop what it already has', async () => {
-    await t.core.createNamespacedPod({ namespace: ns, body: counter('resume', 12, '0.4') });
+    await t.core.createNamespacedPod({ namespace: ns, body: counter('resume', 16, '0.4') });
     await waitFor('started', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'resume' })).status?.containerStatuses?.find((c) => c.name === 'main')?.state?.running);
-    t.sim.faults.set({ logCutAfterBytes: 220 });
+    t.sim.faults.set({ logCutAfterBytes: 300 });
     const before = t.sim.counters.snapshot().logs.bytes;
     const got: string[] = [];
     let last: string | undefined;
     let cuts = 0;
-    for (let attempt = 0; attempt < 50; attempt++) {
+    for (let attempt = 0; attempt < 200; attempt++) {
       const q = `follow=true&timestamps=true${last ? `&sinceTime=${encodeURIComponent(last)}` : ''}`;
       const s = openText(t.sim, logPath('resume', q));
       expect(await s.status).toBe(200);
@@ -85,9 +85,10 @@ describe('pods/log', () => {
       cuts++;
     }
     t.sim.faults.set({ logCutAfterBytes: null });
-    expect(cuts).toBeGreaterThan(2);
-    expect(got.filter((l) => l.startsWith('line'))).toEqual(Array.from({ length: 12 }, (_, i) => `line ${i + 1}`));
-    expect(got.filter((l) => l.startsWith('err'))).toEqual(['err 3', 'err 6', 'err 9', 'err 12']);
+    // Resuming needs fewer than 300 bytes logged within one second (sinceTime has whole-second precision).
+    expect(cuts, got.join('|')).toBeGreaterThanOrEqual(1);
+    expect(got.filter((l) => l.startsWith('line'))).toEqual(Array.from({ length: 16 }, (_, i) => `line ${i + 1}`));
+    expect(got.filter((l) => l.startsWith('err'))).toEqual(['err 3', 'err 6', 'err 9', 'err 12', 'err 15']);
     expect(t.sim.counters.snapshot().logs.bytes).toBeGreaterThan(before);
     // sinceTime is honoured at whole seconds, as the API server forwards it.
     const all = (await call(t.sim, 'GET', logPath('resume', 'timestamps=true'))).text.trim().split('\n');
