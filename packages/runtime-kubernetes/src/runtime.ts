@@ -195,7 +195,10 @@ export class KubernetesRuntime implements Runtime {
         deleted = false;
       }
       if (deleted && !tracker.gone) {
-        if (tracker.seen || (state !== undefined && this.podTracker.options.strategy !== 'container')) await tracker.waitGone(bounded, where);
+        // The tracker's delete event, when a watch covers the pod; else (another worker's pod, or
+        // the benchmark's per-container mode, whose watches end with their containers) poll.
+        const watched = this.podTracker.options.strategy !== 'container' && (state !== undefined || tracker.seen);
+        if (watched) await tracker.waitGone(bounded, where);
         else await this.#pollGone(bounded, where, podName);
       }
     } catch (error) {
