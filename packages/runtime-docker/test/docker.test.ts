@@ -3,7 +3,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { background, type Context, withTimeout } from '@berth/context';
+import { background, type Context, withCancel, withTimeout } from '@berth/context';
+import { expectNoAsyncLeaks, listenerCount } from '@berth/context/testing';
 import { type Build, type Container, emptyBuild, emptyContainer } from '@berth/pipeline';
 import { isRuntimeError, LABELS, type Runtime, type RuntimeConfig, RuntimeError, type RuntimeEvent } from '@berth/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +131,25 @@ describe('containers', () => {
     await runtime.removeBuild(ctx, build);
   });
 
+  it('reports a container whose entrypoint does not exist as ContainerFailed, with the engine message', async () => {
+    const build = await newBuild(runtime);
+    const container = step(build, 'noexec', { entrypoint: ['/no/such/binary'] });
+    await runtime.setupContainer(ctx, container, build);
+    const error = await rejection(runtime.runContainer(ctx, container, build));
+    expect(error.code).toBe('ContainerFailed');
+    expect(error.detail).toMatch(/could not be started: .*no such file or directory/);
+    await runtime.removeBuild(ctx, build);
+  });
+
+  it('reports a second container or network of the same name as AlreadyExists', async () => {
+    const build = await newBuild(runtime);
+    expect((await rejection(runtime.createNetwork(ctx, build))).code).toBe('AlreadyExists');
+    const container = step(build, 'twice');
+    await runtime.setupContainer(ctx, container, build);
+    expect((await rejection(runtime.setupContainer(ctx, container, build))).code).toBe('AlreadyExists');
+    await runtime.removeBuild(ctx, build);
+  });
+
   it('refuses an unknown ulimit with InvalidConfig before touching the engine', async () => {
     const build = emptyBuild({ id: `rdtest_${run}_ulimit` });
     const error = await rejection(runtime.setupContainer(ctx, step(build, 'bad', { ulimits: [{ name: 'nofiles', soft: 1, hard: 1 }] }), build));
@@ -158,6 +178,43 @@ describe('containers', () => {
     await runtime.removeContainer(ctx, stubborn); // idempotent
     await runtime.removeBuild(ctx, build);
   });
+});
+
+describe('resources', () => {
+  it('leaves no socket, timer or abort listener behind after a build, including cancelled waits and tails', async () => {
+    const [buildCtx, cancelBuild] = withCancel(background());
+    await expectNoAsyncLeaks(async () => {
+      const r = await dockerRuntime({ stopGraceMs: 1_000 }).create(buildCtx, { workerId });
+      const build = emptyBuild({ id: `rdtest_${run}_leaks` });
+      await r.createNetwork(buildCtx, build);
+      await r.createVolume(buildCtx, build);
+      const quick = step(build, 'quick', { entrypoint: ['/bin/sh', '-c'], commands: ['echo done'] });
+      const slow = step(build, 'slow', { image: PAUSE });
+      for (const c of [quick, slow]) {
+        await r.setupContainer(buildCtx, c, build);
+        await r.runContainer(buildCtx, c, build);
+      }
+      expect(await text(await r.tailContainer(buildCtx, quick))).toBe('done\n');
+      expect((await r.waitContainer(buildCtx, quick)).exitCode).toBe(0);
+      const [waitCtx, cancelWait] = withCancel(buildCtx);
+      const waiting = r.waitContainer(waitCtx, slow);
+      const tail = await r.tailContainer(waitCtx, slow);
+      tail.on('error', () => undefined);
+      tail.resume();
+      const tailClosed = new Promise((resolve) => tail.once('close', resolve));
+      cancelWait();
+      expect((await rejection(waiting)).code).toBe('Canceled');
+      await tailClosed;
+      await r.removeContainer(buildCtx, quick);
+      await r.removeContainer(buildCtx, slow);
+      await r.removeVolume(buildCtx, build);
+      await r.removeNetwork(buildCtx, build);
+      await r.removeBuild(buildCtx, build);
+      await r.close();
+    }, { settleMs: 500 });
+    expect(listenerCount(buildCtx.signal)).toBe(0);
+    cancelBuild();
+  }, 120_000);
 });
 
 describe('privileged', () => {
