@@ -197,7 +197,10 @@ export class DockerRuntime implements Runtime {
     }
     exit.then(
       () => (record.exited = true),
-      () => undefined,
+      // Lost (engine restarted, connection cut): later waits ask the engine afresh.
+      () => {
+        if (record.exit === exit) record.exit = undefined;
+      },
     );
     try {
       await this.#call(ctx, where, (signal) => this.#docker.getContainer(record.name).start({ abortSignal: signal }), undefined, (error) => {

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { background, sleep } from '@berth/context';
+import { background, sleep, withTimeout } from '@berth/context';
 import { type Build, type Container, emptyBuild, emptyContainer } from '@berth/pipeline';
 import { type Runtime, RuntimeError } from '@berth/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -88,6 +88,10 @@ describe('the engine lost mid-build (a proxy that is cut, then reopened)', () =>
 
     await proxy.open();
     expect((await runtime.inspectContainer(ctx, step)).state).toBe('running');
+    // The lost subscription is not reused: a new wait asks the engine again (and the container still runs).
+    const [short, release] = withTimeout(ctx, 1_500);
+    expect((await rejectionWithin(runtime.waitContainer(short, step), 5_000)).code).toBe('DeadlineExceeded');
+    release();
     await nextBuildWorks(runtime);
   });
 });
