@@ -113,12 +113,11 @@ describe('node agent', () => {
     await t.core.createNamespacedPod({ namespace: ns, body: pod('missing', { image: 'berth/does-not-exist:1', args: ['echo', 'recovered'] }) });
     await t.core.createNamespacedPod({ namespace: ns, body: pod('never', { image: 'berth/does-not-exist:2', pullPolicy: 'Never' }) });
     await t.core.createNamespacedPod({ namespace: ns, body: pod('invalid', { image: 'Not A Valid:ref' }) });
-    const reasons = new Set<string>();
-    await waitFor('ErrImagePull then ImagePullBackOff', async () => {
-      const r = (await status('missing'))?.state?.waiting?.reason;
-      if (r) reasons.add(r);
-      return reasons.has('ErrImagePull') && reasons.has('ImagePullBackOff');
-    });
+    // Every status the pod goes through, from a watch: no transition is missed on a slow machine.
+    const w = openWatch(t.sim, `/api/v1/namespaces/${ns}/pods?watch=true&fieldSelector=metadata.name%3Dmissing`);
+    const reasons = () => new Set(w.events.map((e: { object: V1Pod }) => e.object.status?.containerStatuses?.[0]?.state?.waiting?.reason).filter(Boolean));
+    await waitFor('ErrImagePull then ImagePullBackOff', () => reasons().has('ErrImagePull') && reasons().has('ImagePullBackOff'));
+    w.close();
     const missing = await read('missing');
     expect(missing.status?.phase).toBe('Pending');
     await waitFor('missing events', async () => {
