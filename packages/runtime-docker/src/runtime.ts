@@ -195,10 +195,12 @@ export class DockerRuntime implements Runtime {
     } finally {
       stop();
     }
+    let lost = false;
     exit.then(
       () => (record.exited = true),
       // Lost (engine restarted, connection cut): later waits ask the engine afresh.
       () => {
+        lost = true;
         if (record.exit === exit) record.exit = undefined;
       },
     );
@@ -215,7 +217,7 @@ export class DockerRuntime implements Runtime {
       record.waitController = undefined;
       throw error;
     }
-    record.exit = exit;
+    if (!lost) record.exit = exit;
   }
 
   async inspectContainer(ctx: Context, container: Container): Promise<ContainerStatus> {
