@@ -1,17 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from '@berth/context';
+import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
-import type { RuntimeDescriptor } from '@berth/runtime';
-import { CommandError } from './exit-codes.ts';
+import { kubernetesRuntime } from '@berth/runtime-kubernetes';
 
 /** The runtimes the worker knows. Only the worker app knows which plugins exist. */
 export type RuntimeChoice = 'docker' | 'kubernetes';
 
+/** Settings of the runtime plugins, as `berth exec` and `berth start` read them. */
+export interface RuntimeSettings {
+  /** Kubernetes: a kubeconfig path (VELA_RUNTIME_CONFIG, KUBECONFIG); default: in-cluster or ~/.kube/config. */
+  kubeconfig?: string | undefined;
+  /** Kubernetes: the namespace pods run in (VELA_RUNTIME_NAMESPACE). */
+  namespace?: string | undefined;
+  /** Kubernetes: a PipelinePodsTemplate resource name (VELA_RUNTIME_PODS_TEMPLATE_NAME). */
+  podsTemplateName?: string | undefined;
+  /** Kubernetes: a PipelinePodsTemplate YAML file (VELA_RUNTIME_PODS_TEMPLATE_FILE). */
+  podsTemplateFile?: string | undefined;
+  /** Kubernetes: the image containers start on before their own (default Vela's `kubernetes/pause:latest`). */
+  pauseImage?: string | undefined;
+  /** Docker: capabilities dropped from every container (VELA_RUNTIME_DROP_CAPABILITIES). */
+  dropCapabilities?: string[] | undefined;
+}
+
+const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
 /** The descriptor of the chosen runtime plugin. */
-export function selectRuntime(choice: RuntimeChoice, options: { kubeconfig?: string | undefined; namespace?: string | undefined }): RuntimeDescriptor {
+export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = {}): RuntimeDescriptor {
   switch (choice) {
     case 'docker':
-      return dockerRuntime();
+      return dockerRuntime(defined({ dropCapabilities: options.dropCapabilities && options.dropCapabilities.length > 0 ? options.dropCapabilities : undefined }));
     case 'kubernetes':
-      void options;
-      throw new CommandError('--runtime kubernetes is not available in this build of berth yet');
+      return kubernetesRuntime(
+        defined({
+          kubeconfig: options.kubeconfig,
+          namespace: options.namespace,
+          podsTemplateName: options.podsTemplateName,
+          podsTemplateFile: options.podsTemplateFile,
+          pauseImage: options.pauseImage,
+        }),
+      );
+  }
+}
+
+/**
+ * Wraps a runtime so that every method whose promise rejects with a `RuntimeError` reports its
+ * code to `onError` (metrics). The wrapper is otherwise transparent.
+ */
+export function instrumentRuntime<R extends Runtime>(runtime: R, onError: (code: string, method: string) => void): R {
+  return new Proxy(runtime, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || prop === 'constructor') return value;
+      return (...args: unknown[]): unknown => {
+        const out: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (out instanceof Promise) {
+          out.catch((e: unknown) => {
+            if (isRuntimeError(e)) onError(e.code, String(prop));
+          });
+        }
+        return out;
+      };
+    },
+  });
+}
+
+/**
+ * Whether the runtime's engine answers: a reap of a worker id nobody has (a list call per kind of
+ * resource, removing nothing). Resolves with an error message, or undefined when reachable.
+ */
+export async function probeRuntime(ctx: Context, runtime: Runtime): Promise<string | undefined> {
+  try {
+    await runtime.reap(ctx, `berth-probe-${randomUUID()}`);
+    return undefined;
+  } catch (e) {
+    return isRuntimeError(e) ? `${e.code}: ${e.detail}` : e instanceof Error ? e.message : String(e);
   }
 }

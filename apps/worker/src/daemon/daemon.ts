@@ -1,0 +1,815 @@
+/**
+ * The Vela worker daemon (`berth start`): registration and check-in, build slots popping the
+ * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
+ */
+import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
+import { type BuildResult, type Executor, type Reporter, combineReporters, runBuild, RuntimeEventRouter } from '@berth/executor';
+import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
+import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
+import { WorkerCredentials, checkIn, nextCheckInDelayMs } from '../vela/auth.ts';
+import { claimBuild, type ClaimResult } from '../vela/claim.ts';
+import { type RetryOptions, VelaClient, isVelaStatus } from '../vela/client.ts';
+import type { StartConfig } from '../vela/config.ts';
+import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
+import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
+import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
+import { createApi } from './api.ts';
+import { DaemonMetrics } from './metrics.ts';
+import { velaSecretLoader } from './secrets.ts';
+import { RunningBuildsFile } from './state.ts';
+
+/** The message Vela stores on a build queued by a server with another item version. */
+export const STALE_BUILD_MESSAGE = 'Unable to process stale build (queued before Vela upgrade/downgrade).';
+
+/** Options of {@link Daemon.start}. */
+export interface DaemonOptions {
+  /** The Vela configuration (flags and VELA_* variables). */
+  config: StartConfig;
+  logger: Logger;
+  /** The worker's version (`/version`, the init log). */
+  version: string;
+  /** How long running builds may go on after SIGTERM before they are cancelled (default 10 min). */
+  drainGraceMs?: number;
+  /** SIGTERM to SIGKILL for containers of a cancelled build (default 10 s). */
+  stopGraceMs?: number;
+  /** Bound of destroying one build (default 2 min). */
+  cleanupTimeoutMs?: number;
+  /** Where the API listens; default `0.0.0.0` and the worker address's port. */
+  listen?: { host?: string; port?: number };
+  /** Directory of the running-builds file (see {@link RunningBuildsFile}); undefined: memory only. */
+  stateDir?: string | undefined;
+  /** Per-attempt timeout of Vela server calls (default 15 s). */
+  serverTimeoutMs?: number;
+  /** Retry settings of Vela server calls. */
+  retry?: RetryOptions;
+  /** The runtime plugin; default: chosen from `config.runtime`. */
+  runtime?: RuntimeDescriptor;
+  /** Extra runtime plugin settings (e.g. the Kubernetes pause image). */
+  runtimeSettings?: RuntimeSettings;
+  /** Wait after a failed pop or claim before the next one (default 5 s). */
+  errorBackoffMs?: number;
+}
+
+/** One build slot's current build, as the executors API shows it. */
+export interface SlotEntry {
+  slot: number;
+  /** The build as last stored by the server. */
+  build: () => VelaBuild;
+  /** The compiled pipeline without secret values or tokens. */
+  pipeline: Record<string, unknown>;
+  repo: VelaBuild['repo'];
+  executor: Executor | undefined;
+  /** Settles when the build is over (reported, cleaned). */
+  done: Promise<BuildResult | undefined>;
+}
+
+interface Readiness {
+  ready: boolean;
+  checks: Record<'registered' | 'queue' | 'runtime', { ok: boolean; error?: string }>;
+}
+
+const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+const nowSec = (): number => Math.floor(Date.now() / 1000);
+
+/**
+ * The daemon. `Daemon.start` listens, connects the runtime, registers, reaps and starts the build
+ * slots; `shutdown()` drains (first call) or forces (second call); `done` settles when everything
+ * is closed.
+ *
+ * Gotchas: the worker id (every runtime label, the reap key) is the hostname of the worker
+ * address, so two daemons on one machine need different addresses. A build is never dropped
+ * between pop and claim: when draining, a popped item goes back to the head of its route.
+ */
+export class Daemon {
+  readonly config: StartConfig;
+  readonly metrics = new DaemonMetrics();
+  readonly credentials: WorkerCredentials;
+  readonly log: Logger;
+  readonly version: string;
+  readonly #o: DaemonOptions;
+  readonly #root: Context;
+  readonly #cancelRoot: CancelFunc;
+  /** Cancelled when draining starts: stops pops and the wait for registration. */
+  readonly #claimCtx: Context;
+  readonly #cancelClaims: CancelFunc;
+  readonly #client: VelaClient;
+  readonly #events = new RuntimeEventRouter();
+  readonly #state: RunningBuildsFile;
+  /** Slot → its current build. Pruned when the build ends. */
+  readonly slots = new Map<number, SlotEntry>();
+  readonly #slotLoops: Promise<void>[] = [];
+  #api: FastifyInstance | undefined;
+  #apiUrl = '';
+  #runtime: Runtime | undefined;
+  #queue: VelaQueue | undefined;
+  #registered = false;
+  #routes: string[];
+  #checkInError: string | undefined;
+  #lastBuildStarted = 0;
+  #lastBuildFinished = 0;
+  #draining = false;
+  #forced = false;
+  #stopping: Promise<void> | undefined;
+  readonly #done: Promise<void>;
+  #resolveDone!: () => void;
+  #started = false;
+
+  private constructor(options: DaemonOptions) {
+    this.#o = options;
+    this.config = options.config;
+    this.log = options.logger;
+    this.version = options.version;
+    this.credentials = new WorkerCredentials({ hostname: this.config.worker.hostname, secret: this.config.server.secret });
+    [this.#root, this.#cancelRoot] = withCancel(background());
+    [this.#claimCtx, this.#cancelClaims] = withCancel(this.#root);
+    this.#client = new VelaClient({
+      address: this.config.server.addr,
+      token: '',
+      timeoutMs: options.serverTimeoutMs ?? 15_000,
+      ...(options.retry ? { retry: options.retry } : {}),
+      userAgent: `berth-worker/${options.version} (vela-sdk-go compatible)`,
+      logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
+      fetch: this.metrics.countingFetch(),
+    });
+    this.#routes = this.config.queue.routes;
+    this.#state = new RunningBuildsFile(options.stateDir, this.config.worker.hostname);
+    this.#done = new Promise((r) => (this.#resolveDone = r));
+  }
+
+  /**
+   * Starts the daemon: the HTTP API first (so `/register` and `/health` answer at once), then the
+   * runtime, registration, reaping and the build slots, in the background. Rejects only when the
+   * API cannot listen or the runtime configuration is invalid.
+   */
+  static async start(options: DaemonOptions): Promise<Daemon> {
+    const d = new Daemon(options);
+    await d.#listen();
+    try {
+      await d.#createRuntime();
+    } catch (e) {
+      await d.#api?.close();
+      d.#cancelRoot();
+      throw e;
+    }
+    d.#started = true;
+    void d.#lifecycle();
+    return d;
+  }
+
+  /** The API's base URL (`http://127.0.0.1:PORT` when listening on every address). */
+  get url(): string {
+    return this.#apiUrl;
+  }
+
+  /** The worker id (labels, reaping): the hostname of the worker address. */
+  get workerId(): string {
+    return this.config.worker.hostname;
+  }
+
+  /** The runtime (once created). */
+  get runtime(): Runtime | undefined {
+    return this.#runtime;
+  }
+
+  /** True once a check-in succeeded, and until one fails. */
+  get registered(): boolean {
+    return this.#registered;
+  }
+
+  /** True once `shutdown()` was called. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Settles when the daemon has stopped and closed everything. */
+  get done(): Promise<void> {
+    return this.#done;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async #listen(): Promise<void> {
+    this.#api = createApi(this);
+    const host = this.#o.listen?.host ?? '0.0.0.0';
+    // Without an explicit port in the worker address, listen on 8080 (the URL's default would be 80).
+    const port = this.#o.listen?.port ?? (new URL(this.config.worker.addr).port === '' ? 8080 : this.config.worker.port);
+    await this.#api.listen({ host, port });
+    const addr = this.#api.server.address();
+    const actualPort = typeof addr === 'object' && addr !== null ? addr.port : port;
+    this.#apiUrl = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`;
+    this.log.info({ url: this.#apiUrl }, 'worker API listening');
+  }
+
+  async #createRuntime(): Promise<void> {
+    const descriptor = this.#o.runtime ?? selectRuntime(this.config.runtime.driver, {
+      kubeconfig: this.config.runtime.config,
+      namespace: this.config.runtime.namespace,
+      podsTemplateName: this.config.runtime.podsTemplateName,
+      podsTemplateFile: this.config.runtime.podsTemplateFile,
+      dropCapabilities: this.config.runtime.dropCapabilities,
+      ...this.#o.runtimeSettings,
+    });
+    for (let attempt = 1; ; attempt++) {
+      const [ctx, cancel] = withTimeout(this.#root, 30_000);
+      try {
+        const runtime = await descriptor.create(ctx, {
+          workerId: this.workerId,
+          privilegedImages: this.config.runtime.privilegedImages,
+          volumes: this.config.runtime.volumes,
+          stopGraceMs: this.#o.stopGraceMs ?? 10_000,
+          onEvent: this.#events.onEvent,
+        });
+        this.#runtime = instrumentRuntime(runtime, (code, method) => {
+          this.metrics.runtimeErrors.inc({ code });
+          this.log.debug({ code, method }, 'runtime call failed');
+        });
+        const tracker = (runtime as { podTracker?: { stats(): { restarts: number } } }).podTracker;
+        if (tracker && typeof tracker.stats === 'function') this.metrics.watchRestartsFrom(() => tracker.stats().restarts);
+        this.log.info({ runtime: descriptor.name, version: descriptor.version, workerId: this.workerId }, 'runtime ready');
+        return;
+      } catch (e) {
+        if (isRuntimeError(e) && e.code !== 'Unavailable' && e.code !== 'DeadlineExceeded') throw e;
+        if (attempt >= 3) throw e;
+        this.log.warn({ attempt, err: errText(e) }, 'the runtime is not reachable yet; retrying');
+        await sleep(this.#root, 2_000 * attempt);
+      } finally {
+        cancel();
+      }
+    }
+  }
+
+  async #lifecycle(): Promise<void> {
+    try {
+      await this.#register(this.#claimCtx);
+      await this.#reap(this.#claimCtx);
+      for (let slot = 0; slot < this.config.build.limit; slot++) this.#slotLoops.push(this.#slotLoop(slot));
+      const checkIns = this.#checkInLoop(this.#root);
+      await Promise.all(this.#slotLoops);
+      await this.shutdown();
+      await checkIns;
+    } catch (e) {
+      if (!isContextError(e)) this.log.error({ err: errText(e) }, 'the worker stopped on an unexpected error');
+      await this.shutdown();
+    }
+  }
+
+  /** Registration token → queue info → first check-in, each retried until it works or the ctx ends. */
+  async #register(ctx: Context): Promise<void> {
+    for (;;) {
+      if (this.credentials.needsRegistration()) {
+        this.log.warn({ hostname: this.workerId }, 'no server secret and no valid token: waiting for a registration token on POST /register');
+      }
+      const token = await this.credentials.registrationToken(ctx);
+      try {
+        const info = await this.#client.withToken(token).queueInfo(ctx);
+        const url = this.config.queue.addr ?? info.queue_address;
+        const publicKey = info.queue_public_key ?? this.config.queue.publicKey;
+        if (!url || !publicKey) throw new Error(`the server's queue info has no ${!url ? 'queue address (set VELA_QUEUE_ADDR)' : 'public key'}`);
+        this.#queue?.close();
+        this.#queue = new VelaQueue({
+          url,
+          publicKey,
+          routes: this.#routes.length > 0 ? this.#routes : ['vela'],
+          popTimeoutSec: this.config.queue.popTimeoutMs / 1000,
+          logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
+        });
+        if (await this.#checkInOnce(ctx)) return;
+      } catch (e) {
+        if (ctx.signal.aborted) throw errOf(ctx);
+        this.log.error({ err: errText(e) }, 'registration failed; retrying');
+      }
+      await sleep(ctx, this.#o.errorBackoffMs ?? 5_000);
+    }
+  }
+
+  async #checkInLoop(ctx: Context): Promise<void> {
+    while (!ctx.signal.aborted) {
+      const delay = this.#registered ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
+      try {
+        await sleep(ctx, delay);
+        await this.#checkInOnce(ctx);
+      } catch (e) {
+        if (ctx.signal.aborted) return;
+        this.log.error({ err: errText(e) }, 'check-in failed');
+      }
+    }
+  }
+
+  /** One check-in; re-registers (blocking until `/register`) when the token expired without a secret. */
+  async #checkInOnce(ctx: Context): Promise<boolean> {
+    if (this.credentials.needsRegistration()) {
+      this.#registered = false;
+      this.log.warn('the worker token expired and there is no server secret: waiting for a registration token on POST /register');
+    }
+    const token = await this.credentials.registrationToken(ctx);
+    try {
+      const result = await checkIn(ctx, this.#client.withToken(token), this.#record());
+      this.credentials.setToken(result.token);
+      if (result.worker?.routes && result.worker.routes.length > 0) this.#routes = result.worker.routes;
+      const queueOk = (await this.#queue?.ping()) ?? false;
+      if (!queueOk) {
+        this.log.error('the queue (Redis) does not answer PING');
+        await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
+      }
+      if (!this.#registered) this.log.info({ hostname: this.workerId, created: result.registered, routes: this.#routes }, 'checked in with the server');
+      this.#registered = true;
+      this.#checkInError = undefined;
+      return true;
+    } catch (e) {
+      if (ctx.signal.aborted) throw errOf(ctx);
+      this.#registered = false;
+      this.#checkInError = errText(e);
+      this.log.error({ err: errText(e) }, 'check-in failed');
+      return false;
+    }
+  }
+
+  #status(): VelaWorkerStatus {
+    const n = this.#runningBuilds().length;
+    return n === 0 ? 'idle' : n < this.config.build.limit ? 'available' : 'busy';
+  }
+
+  #runningBuilds(): VelaBuild[] {
+    return [...this.slots.values()].map((s) => ({ id: s.build().id }));
+  }
+
+  #record(): VelaWorker & { hostname: string } {
+    return {
+      hostname: this.workerId,
+      address: this.config.worker.addr,
+      ...(this.config.queue.routes.length > 0 ? { routes: this.config.queue.routes } : {}),
+      active: true,
+      status: this.#status(),
+      build_limit: this.config.build.limit,
+      running_builds: this.#runningBuilds(),
+    };
+  }
+
+  /** PUT the worker record with the running builds (always present, `[]` when none). */
+  async #putWorker(ctx: Context, extra: Partial<VelaWorker> = {}): Promise<void> {
+    const token = this.credentials.token;
+    if (token === undefined) return;
+    await this.#client.withToken(token).updateWorker(ctx, this.workerId, {
+      ...this.#record(),
+      last_status_update_at: nowSec(),
+      ...(this.#lastBuildStarted ? { last_build_started_at: this.#lastBuildStarted } : {}),
+      ...(this.#lastBuildFinished ? { last_build_finished_at: this.#lastBuildFinished } : {}),
+      ...extra,
+    });
+  }
+
+  #authClient(): VelaClient {
+    return this.#client.withToken(this.credentials.token ?? '');
+  }
+
+  // ---------------------------------------------------------------- reaping
+
+  /**
+   * What a crashed run of this worker left: containers, networks, volumes and pods labelled with
+   * this worker's id, and builds the server still believes run here, reported as errored.
+   */
+  async #reap(ctx: Context): Promise<void> {
+    const keep = new Set([...this.slots.values()].map((s) => String(s.build().id)));
+    try {
+      const [rctx, cancel] = withTimeout(ctx, 120_000);
+      try {
+        const report = await this.#runtime!.reap(rctx, this.workerId, keep);
+        const n = report.containers.length + report.networks.length + report.volumes.length + report.pods.length;
+        if (n > 0) this.log.warn({ ...report }, `reaped ${n} resource(s) a previous run of this worker left`);
+      } finally {
+        cancel();
+      }
+    } catch (e) {
+      if (ctx.signal.aborted) throw errOf(ctx);
+      this.log.error({ err: errText(e) }, 'reaping the runtime failed; a later start will try again');
+    }
+    const left = new Map(this.#state.load().map((r) => [r.id, r]));
+    try {
+      const me = await this.#authClient().getWorker(ctx, this.workerId);
+      for (const b of me?.running_builds ?? []) {
+        if (typeof b.id !== 'number' || this.#isRunning(b.id)) continue;
+        const org = b.repo?.org;
+        const repo = b.repo?.name;
+        if (!org || !repo || typeof b.number !== 'number') {
+          this.log.warn({ build: b.id }, 'the server lists a running build of this worker without its repo; cannot report it');
+          continue;
+        }
+        const saved = left.get(b.id);
+        await this.#failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
+          token: saved?.token,
+          pendingOnly: false,
+        });
+      }
+      this.#state.reset();
+      await this.#putWorker(ctx);
+    } catch (e) {
+      if (ctx.signal.aborted) throw errOf(ctx);
+      this.log.error({ err: errText(e) }, 'could not read or update the builds the server believes run on this worker');
+    }
+  }
+
+  #isRunning(buildId: number): boolean {
+    for (const s of this.slots.values()) if (s.build().id === buildId) return true;
+    return false;
+  }
+
+  /**
+   * Sets a build to `error` with `message`: with `token` when given (a build token saved at claim),
+   * else with the server secret, else with a fresh build token (pending builds only). Never rejects.
+   */
+  async #failBuild(
+    ctx: Context,
+    b: { id?: number; org: string; repo: string; number: number },
+    message: string,
+    how: { token?: string | undefined; pendingOnly: boolean },
+  ): Promise<boolean> {
+    const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
+    const tokens: string[] = [];
+    if (how.token) tokens.push(how.token);
+    if (this.config.server.secret && !how.pendingOnly) tokens.push(this.config.server.secret);
+    if (tokens.length === 0) {
+      try {
+        tokens.push(await this.#authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
+      } catch (e) {
+        if (isVelaStatus(e, 409)) this.log.warn({ ...where }, 'the build is no longer pending: left as the server has it');
+        else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
+        else this.log.error({ ...where, err: errText(e) }, 'could not get a build token to report the build as errored');
+        return false;
+      }
+    }
+    for (const token of tokens) {
+      try {
+        await this.#client.withToken(token).updateBuild(ctx, b.org, b.repo, { number: b.number, status: 'error', error: message, finished: nowSec() }, { retry: { attempts: 3 } });
+        this.log.warn({ ...where, error: message }, 'build reported as errored');
+        return true;
+      } catch (e) {
+        this.log.error({ ...where, err: errText(e) }, 'could not report the build as errored');
+      }
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------- build slots
+
+  async #slotLoop(slot: number): Promise<void> {
+    const backoff = this.#o.errorBackoffMs ?? 5_000;
+    while (!this.#claimCtx.signal.aborted) {
+      const queue = this.#queue!;
+      const res: PopResult = await queue.pop(this.#claimCtx, this.#routes.length > 0 ? this.#routes : queue.routes);
+      this.metrics.queueItems.inc({ result: res.kind });
+      try {
+        switch (res.kind) {
+          case 'canceled':
+          case 'empty':
+            break;
+          case 'error':
+            if (this.#claimCtx.signal.aborted) break;
+            this.log.error({ slot, err: res.error.message }, 'queue pop failed; retrying');
+            await sleep(this.#claimCtx, backoff).catch(() => undefined);
+            break;
+          case 'bad-signature':
+            await this.#badItem(slot, res.entry, 'its signature does not verify with the server queue key', res.unverified);
+            break;
+          case 'bad-item':
+            await this.#badItem(slot, res.entry, res.reason, res.build);
+            break;
+          case 'stale':
+            await this.#stale(slot, res.item, res.version);
+            break;
+          case 'item':
+            await this.#item(slot, res.item, res.entry);
+            break;
+        }
+      } catch (e) {
+        // Never let one item end the slot.
+        this.log.error({ slot, err: errText(e) }, 'unexpected error handling a queue item');
+        await sleep(this.#claimCtx, backoff).catch(() => undefined);
+      }
+    }
+  }
+
+  async #badItem(slot: number, entry: RawEntry, reason: string, unverified: UnverifiedBuild | undefined): Promise<void> {
+    const what = unverified ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number } : {};
+    this.log.error({ slot, route: entry.route, bytes: entry.bytes.length, ...what }, `dropped a queue item: ${reason}`);
+    if (unverified?.org && unverified.repo && typeof unverified.number === 'number') {
+      await this.#failBuild(
+        this.#root,
+        { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
+        `The worker could not use this build's queue item: ${reason}.`,
+        { pendingOnly: true },
+      );
+    }
+  }
+
+  async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
+    const b = item.build;
+    this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
+    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE, { pendingOnly: true });
+    // It was never added to running_builds; make sure the server agrees.
+    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: errText(e) }, 'worker update failed'));
+  }
+
+  async #item(slot: number, item: QueueItem, entry: RawEntry): Promise<void> {
+    const b = item.build;
+    const where = { slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number };
+    if (this.#draining) {
+      await this.#pushBack(entry, where);
+      return;
+    }
+    const claim: ClaimResult = await claimBuild(this.#root, this.#authClient(), item);
+    switch (claim.kind) {
+      case 'not-pending':
+        this.log.info({ ...where }, 'the build is no longer pending (canceled or taken): skipped');
+        return;
+      case 'unknown-build':
+        this.log.warn({ ...where, err: claim.error.message }, 'the server has no such build: skipped');
+        return;
+      case 'failed':
+        if (claim.stage === 'token') {
+          this.log.error({ ...where, err: claim.error.message }, 'could not get the build token: the item goes back to the queue');
+          await this.#pushBack(entry, where);
+          await sleep(this.#claimCtx, this.#o.errorBackoffMs ?? 5_000).catch(() => undefined);
+        } else {
+          this.log.error({ ...where, err: claim.error.message }, 'could not get the executable');
+          await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
+            token: undefined,
+            pendingOnly: false,
+          });
+        }
+        return;
+      case 'claimed':
+        await this.#run(slot, item, claim);
+        return;
+    }
+  }
+
+  async #pushBack(entry: RawEntry, where: object): Promise<void> {
+    try {
+      await this.#queue!.pushBack(entry);
+      this.log.info({ ...where }, 'queue item pushed back');
+    } catch (e) {
+      this.log.error({ ...where, err: errText(e) }, 'could not push the item back to the queue: the build stays pending on the server');
+    }
+  }
+
+  async #run(slot: number, item: QueueItem, claim: Extract<ClaimResult, { kind: 'claimed' }>): Promise<void> {
+    const started = Date.now();
+    // The repo last: the build's own fields (status…) lead each PUT body, which reads better in logs.
+    const { repo: itemRepo, ...itemFields } = item.build;
+    const vb: ReportedBuild = { ...itemFields, repo: itemRepo };
+    const id = item.build.id;
+    const { org, name } = vb.repo;
+    const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
+    if (typeof vb.enqueued === 'number' && vb.enqueued > 0) this.metrics.queueWait.observe(Math.max(0, started / 1000 - vb.enqueued));
+    const client = claim.client;
+    const reporter = new VelaReporter({ client, build: vb, maxLogSize: this.config.executor.maxLogSize, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
+
+    // The compiled pipeline, checked.
+    let build: Build | undefined;
+    let problem: string | undefined;
+    const parsed = parseBuild(claim.pipeline);
+    if (!parsed.ok) problem = parsed.issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
+    else {
+      const issues = validateBuild(parsed.value);
+      if (issues.length > 0) problem = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
+      else build = prepareBuild(parsed.value, { org, repo: name, number: vb.number });
+    }
+    if (!build) {
+      this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken, pendingOnly: false });
+      this.metrics.buildsTotal.inc({ status: 'error' });
+      return;
+    }
+
+    let resolveDone!: (r: BuildResult | undefined) => void;
+    const entry: SlotEntry = {
+      slot,
+      build: () => reporter.build,
+      pipeline: sanitizePipeline(build),
+      repo: vb.repo,
+      executor: undefined,
+      done: new Promise((r) => (resolveDone = r)),
+    };
+    this.slots.set(slot, entry);
+    this.#state.add({ id, org, repo: name, number: vb.number, token: claim.buildToken, claimedAt: started });
+    this.metrics.buildsRunning.inc();
+    this.#lastBuildStarted = nowSec();
+    this.log.info({ ...where }, 'build claimed');
+    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
+
+    const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
+    let result: BuildResult | undefined;
+    try {
+      result = await runBuild(this.#root, {
+        build,
+        runtime: this.#runtime!,
+        reporter: combineReporters(reporter, this.#metricsReporter(where)),
+        timeoutMs,
+        logStreamingGraceMs: this.config.executor.logStreamingTimeoutMs,
+        ...(this.#o.cleanupTimeoutMs === undefined ? {} : { cleanupTimeoutMs: this.#o.cleanupTimeoutMs }),
+        ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
+        ruleData: ruleDataOf(vb),
+        loadSecret: velaSecretLoader(client, { org, name }),
+        events: this.#events,
+        host: this.workerId,
+        version: this.version,
+        logger: {
+          debug: (m) => this.log.debug({ ...where }, m),
+          info: (m) => this.log.info({ ...where }, m),
+          warn: (m) => this.log.warn({ ...where }, m),
+        },
+        onStart: (executor) => {
+          entry.executor = executor;
+          // Drain already forced while the claim ran: cancel at once.
+          if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
+        },
+      });
+      const status = result.status;
+      this.metrics.buildsTotal.inc({ status });
+      this.metrics.buildDuration.observe({ status }, (Date.now() - started) / 1000);
+      this.log.info({ ...where, status, error: result.build.error, seconds: Math.round((Date.now() - started) / 1000) }, 'build finished');
+    } catch (e) {
+      this.log.error({ ...where, err: errText(e) }, 'the build failed unexpectedly');
+      this.metrics.buildsTotal.inc({ status: 'error' });
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken, pendingOnly: false });
+    } finally {
+      reporter.abandon();
+      this.slots.delete(slot);
+      this.#state.remove(id);
+      this.metrics.buildsRunning.dec();
+      this.#lastBuildFinished = nowSec();
+      resolveDone(result);
+      await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
+    }
+  }
+
+  /** Step durations and log bytes into the metrics. */
+  #metricsReporter(where: object): Reporter {
+    return {
+      buildStatus: () => Promise.resolve(),
+      stepStatus: (_ctx, step) => {
+        if (step.finished !== undefined && step.started !== undefined && step.kind !== 'init' && ['success', 'failure', 'error', 'canceled', 'killed'].includes(step.status)) {
+          this.metrics.stepDuration.observe({ kind: step.kind, status: step.status }, Math.max(0, (step.finished - step.started) / 1000));
+        }
+        if (step.kind !== 'init' && step.status !== 'running' && step.status !== 'pending') this.log.debug({ ...where, step: step.name, status: step.status, exitCode: step.exitCode }, 'step finished');
+        return Promise.resolve();
+      },
+      appendLog: (_ctx, target, chunk) => {
+        this.metrics.logBytes.inc({ kind: target.kind }, chunk.byteLength);
+        return Promise.resolve();
+      },
+      closeLog: () => Promise.resolve(),
+    };
+  }
+
+  // ---------------------------------------------------------------- API helpers
+
+  /** Readiness: registered, queue answering PING, runtime answering. */
+  async readiness(probeRuntime: (ctx: Context, runtime: Runtime) => Promise<string | undefined>): Promise<Readiness> {
+    const [ctx, cancel] = withTimeout(this.#root, 5_000);
+    try {
+      const queueOk = this.#queue ? await this.#queue.ping() : false;
+      const runtimeError = this.#runtime ? await probeRuntime(ctx, this.#runtime) : 'the runtime is not created yet';
+      const checks: Readiness['checks'] = {
+        registered: this.#registered ? { ok: true } : { ok: false, error: this.#checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
+        queue: queueOk ? { ok: true } : { ok: false, error: this.#queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
+        runtime: runtimeError === undefined ? { ok: true } : { ok: false, error: runtimeError },
+      };
+      return { ready: !this.#draining && checks.registered.ok && checks.queue.ok && checks.runtime.ok, checks };
+    } finally {
+      cancel();
+    }
+  }
+
+  /** Checks a bearer token with the server's `/validate-token`. */
+  async validateServerToken(token: string): Promise<boolean> {
+    const [ctx, cancel] = withTimeout(this.#root, 20_000);
+    try {
+      return await this.#client.validateServerToken(ctx, token, { retry: { attempts: 2 } });
+    } finally {
+      cancel();
+    }
+  }
+
+  /**
+   * Cancels the build in `slot` (the API's cancel route) and waits, up to `waitMs`, for it to be
+   * reported and cleaned. Returns the build as the server last stored it, with status `canceled`.
+   */
+  async cancel(slot: number, waitMs = 25_000): Promise<VelaBuild | undefined> {
+    const entry = this.slots.get(slot);
+    if (!entry) return undefined;
+    this.log.warn({ slot, build: entry.build().id }, 'build canceled through the API');
+    entry.executor?.cancelBuild(new Error('canceled through the worker API'));
+    const [ctx, cancel] = withTimeout(this.#root, waitMs);
+    try {
+      await Promise.race([entry.done, ctx.done()]);
+    } finally {
+      cancel();
+    }
+    return { ...entry.build(), status: 'canceled' };
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  /**
+   * First call: drain — stop claiming builds (a popped item is run or pushed back), let running
+   * builds finish within the drain grace, then cancel them; then close everything. Second call:
+   * cancel running builds now. Resolves when the daemon has stopped.
+   */
+  shutdown(reason = 'shutdown requested'): Promise<void> {
+    if (this.#draining) {
+      if (!this.#forced && reason !== 'shutdown requested') this.#force(reason);
+      return this.#stopping ?? this.#done;
+    }
+    this.#draining = true;
+    this.log.warn({ reason, running: this.slots.size, graceMs: this.#o.drainGraceMs ?? 600_000 }, 'draining: no new builds; waiting for running builds');
+    this.#cancelClaims(new Error(`draining: ${reason}`));
+    this.#stopping = this.#drain();
+    return this.#stopping;
+  }
+
+  #force(reason: string): void {
+    this.#forced = true;
+    this.log.warn({ reason, running: this.slots.size }, 'forced shutdown: canceling running builds now');
+    for (const s of this.slots.values()) s.executor?.cancelBuild(new Error(`the worker is shutting down (${reason})`));
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      const grace = this.#o.drainGraceMs ?? 600_000;
+      const all = Promise.all(this.#slotLoops);
+      const [graceCtx, cancelGrace] = withTimeout(this.#root, grace);
+      try {
+        await Promise.race([all, graceCtx.done()]);
+      } finally {
+        cancelGrace();
+      }
+      if (this.slots.size > 0 && !this.#forced) this.#force(`the drain grace of ${Math.round(grace / 1000)} s is over`);
+      await all;
+      const [ctx, cancel] = withTimeout(this.#root, 20_000);
+      await this.#putWorker(ctx)
+        .catch((e: unknown) => this.log.warn({ err: errText(e) }, 'final worker update failed'))
+        .finally(cancel);
+    } catch (e) {
+      this.log.error({ err: errText(e) }, 'error while draining');
+    } finally {
+      await this.#close();
+    }
+  }
+
+  async #close(): Promise<void> {
+    this.#cancelRoot(new Error('the worker stopped'));
+    this.#queue?.close();
+    try {
+      await this.#runtime?.close();
+    } catch (e) {
+      this.log.warn({ err: errText(e) }, 'closing the runtime failed');
+    }
+    try {
+      await this.#api?.close();
+    } catch (e) {
+      this.log.warn({ err: errText(e) }, 'closing the API failed');
+    }
+    this.log.info('the worker stopped');
+    this.#resolveDone();
+  }
+
+  /** True once `start` finished (for tests). */
+  get started(): boolean {
+    return this.#started;
+  }
+}
+
+/** Rule data for rulesets from the queue item's build (branch, event, repo, tag, target…). */
+function ruleDataOf(b: VelaBuild): { branch?: string; event?: string; repo?: string; tag?: string; target?: string; comment?: string; sender?: string } {
+  const event = b.event ? (b.event_action ? `${b.event}:${b.event_action}` : b.event) : undefined;
+  const tag = b.event === 'tag' && typeof b.ref === 'string' ? b.ref.replace(/^refs\/tags\//, '') : undefined;
+  const out: Record<string, string> = {};
+  if (b.branch) out.branch = b.branch;
+  if (event) out.event = event;
+  if (b.repo?.full_name) out.repo = b.repo.full_name;
+  if (tag) out.tag = tag;
+  if (b.deploy) out.target = b.deploy;
+  if (typeof b.sender === 'string' && b.sender) out.sender = b.sender;
+  return out;
+}
+
+const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
+
+/** The pipeline as the executors API shows it: no token, no secret values, no credentials in env. */
+export function sanitizePipeline(build: Build): Record<string, unknown> {
+  const json = marshalBuild(build);
+  if (typeof json.token === 'string' && json.token !== '') json.token = '***';
+  const scrubEnv = (env: unknown): void => {
+    if (env && typeof env === 'object') for (const k of CREDENTIAL_ENV) if (k in env) (env as Record<string, unknown>)[k] = '***';
+  };
+  scrubEnv(json.environment);
+  for (const s of (json.secrets as Array<Record<string, unknown>> | undefined) ?? []) if (typeof s.value === 'string' && s.value !== '') s.value = '***';
+  for (const list of ['steps', 'services'] as const) for (const c of (json[list] as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
+  for (const st of (json.stages as Array<Record<string, unknown>> | undefined) ?? []) for (const c of (st.steps as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
+  return json;
+}
+

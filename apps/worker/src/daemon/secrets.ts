@@ -1,0 +1,60 @@
+/**
+ * Loading a build's secrets from the Vela server, as go-vela/worker's `internal/secret` does.
+ */
+import type { Context } from '@berth/context';
+import type { SecretLoader } from '@berth/executor';
+import type { Secret } from '@berth/pipeline';
+import type { VelaClient } from '../vela/client.ts';
+
+/** Where a secret lives on the server: `/api/v1/secrets/{engine}/{type}/{org}/{name}/{key}`. */
+export interface SecretAddress {
+  engine: string;
+  type: 'org' | 'repo' | 'shared';
+  org: string;
+  /** `*` for org secrets, the repo for repo secrets, the team for shared ones. */
+  name: string;
+  key: string;
+}
+
+/**
+ * Reads where a pipeline secret lives from its `key` and `type`, as Vela's `Secret.ParseOrg`,
+ * `ParseRepo` and `ParseShared` do: `org/name`, `org/repo/name`, `org/team/name`. A repo secret
+ * must belong to the build's repo and an org secret to its org; throws an Error saying why not.
+ */
+export function secretAddress(secret: Secret, repo: { org: string; name: string }): SecretAddress {
+  const engine = secret.engine || 'native';
+  const type = (secret.type || 'repo') as SecretAddress['type'];
+  const parts = secret.key.split('/');
+  const bad = (what: string): Error => new Error(`secret <${secret.name}>: ${what}`);
+  switch (type) {
+    case 'org': {
+      if (parts.length < 2 || !parts[0] || !parts.slice(1).join('/')) throw bad(`org secret key ${JSON.stringify(secret.key)} is not org/name`);
+      if (parts[0] !== repo.org) throw bad(`org secret of ${parts[0]} is not available to a build of ${repo.org}/${repo.name}`);
+      return { engine, type, org: parts[0], name: '*', key: parts.slice(1).join('/') };
+    }
+    case 'repo': {
+      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/')) throw bad(`repo secret key ${JSON.stringify(secret.key)} is not org/repo/name`);
+      if (parts[0] !== repo.org || parts[1] !== repo.name) throw bad(`repo secret of ${parts[0]}/${parts[1]} is not available to a build of ${repo.org}/${repo.name}`);
+      return { engine, type, org: parts[0], name: parts[1], key: parts.slice(2).join('/') };
+    }
+    case 'shared': {
+      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/')) throw bad(`shared secret key ${JSON.stringify(secret.key)} is not org/team/name`);
+      return { engine, type, org: parts[0], name: parts[1], key: parts.slice(2).join('/') };
+    }
+    default:
+      throw bad(`unknown secret type ${JSON.stringify(secret.type)} (org, repo or shared)`);
+  }
+}
+
+/**
+ * A {@link SecretLoader} that fetches each secret's value with the build token. Gotcha: the value
+ * is never logged; an error names the secret, never its value.
+ */
+export function velaSecretLoader(client: VelaClient, repo: { org: string; name: string }): SecretLoader {
+  return async (ctx: Context, secret: Secret): Promise<string> => {
+    const a = secretAddress(secret, repo);
+    const s = await client.getSecret(ctx, a.engine, a.type, a.org, a.name, a.key);
+    if (typeof s?.value !== 'string') throw new Error(`secret <${secret.name}>: the server sent no value (is the token a build token?)`);
+    return s.value;
+  };
+}

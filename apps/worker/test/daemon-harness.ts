@@ -1,0 +1,120 @@
+// Helpers of the daemon tests: an in-process `berth start` against vela-sim, real Redis and Docker.
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { compilePipeline, marshalBuild } from '@berth/pipeline';
+import type { VelaSim } from '@berth/vela-sim';
+import { daemonLogger, parseStartConfig } from '../src/commands/start.ts';
+import { Daemon, type DaemonOptions } from '../src/daemon/daemon.ts';
+import type { Io } from '../src/io.ts';
+
+export const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
+
+/** A unique queue route, so test files sharing one Redis never see each other's items. */
+export function uniqueRoute(prefix = 'test'): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** Compiles pipeline YAML into the executable JSON a Vela server hands a worker. */
+export function executable(yaml: string, identity: { org: string; repo: string; number: number }): Record<string, unknown> {
+  const r = compilePipeline(yaml, { file: '.vela.yml', identity });
+  if (!r.ok) throw new Error(`bad test pipeline: ${JSON.stringify(r.errors)}`);
+  return marshalBuild(r.build);
+}
+
+/** A running in-process worker and what it logged (pino JSON lines). */
+export interface WorkerHandle {
+  daemon: Daemon;
+  hostname: string;
+  logs: Array<Record<string, unknown> & { msg?: string; level?: number }>;
+  /** Log lines whose `msg` matches. */
+  logged(re: RegExp): Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+/** Environment of a worker against `sim`: secret registration, 1 s pops, fast retries. */
+export function workerEnv(sim: VelaSim, hostname: string, route: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    VELA_SERVER_ADDR: sim.url,
+    VELA_SERVER_SECRET: sim.secret,
+    VELA_WORKER_ADDR: `http://${hostname}:8080`,
+    VELA_QUEUE_ROUTES: route,
+    VELA_QUEUE_POP_TIMEOUT: '1s',
+    VELA_CHECK_IN: '30s',
+    VELA_LOG_LEVEL: 'debug',
+    VELA_LOG_STREAMING_TIMEOUT: '10s',
+    BERTH_LISTEN: '127.0.0.1:0',
+    BERTH_STOP_GRACE: '2s',
+    BERTH_SERVER_TIMEOUT: '5s',
+    BERTH_STATE_DIR: mkdtempSync(path.join(tmpdir(), 'berth-state-')),
+    ...extra,
+  };
+}
+
+/** Starts a daemon in this process. */
+export async function startWorker(sim: VelaSim, options: { hostname?: string; route: string; env?: Record<string, string>; daemon?: Partial<DaemonOptions> }): Promise<WorkerHandle> {
+  const hostname = options.hostname ?? `w-${randomUUID().slice(0, 8)}`;
+  const env = workerEnv(sim, hostname, options.route, options.env);
+  const { config, extras } = parseStartConfig({}, env);
+  const stderr = new PassThrough();
+  const logs: WorkerHandle['logs'] = [];
+  let partial = '';
+  stderr.on('data', (b: Buffer) => {
+    partial += b.toString('utf8');
+    let nl: number;
+    while ((nl = partial.indexOf('\n')) >= 0) {
+      const line = partial.slice(0, nl);
+      partial = partial.slice(nl + 1);
+      try {
+        logs.push(JSON.parse(line) as WorkerHandle['logs'][number]);
+      } catch {
+        logs.push({ msg: line });
+      }
+      if (process.env.BERTH_TEST_VERBOSE) process.stderr.write(`[${hostname}] ${line}\n`);
+    }
+  });
+  const io: Io = { stdout: new PassThrough(), stderr, env, cwd: process.cwd(), exitCode: 0 };
+  const daemon = await Daemon.start({
+    config,
+    logger: daemonLogger(io, config),
+    version: '0.0.0-test',
+    drainGraceMs: extras.drainGraceMs,
+    stopGraceMs: extras.stopGraceMs,
+    ...(extras.listen ? { listen: extras.listen } : {}),
+    stateDir: extras.stateDir,
+    serverTimeoutMs: extras.serverTimeoutMs,
+    retry: { baseDelayMs: 100, maxDelayMs: 1_000 },
+    errorBackoffMs: 300,
+    ...options.daemon,
+  });
+  return {
+    daemon,
+    hostname,
+    logs,
+    logged: (re) => logs.filter((l) => typeof l.msg === 'string' && re.test(l.msg)),
+    stop: async () => {
+      await daemon.shutdown('test over');
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value, or throws after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 30_000, everyMs = 100): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Docker containers, networks and volumes labelled with worker id `workerId`. */
+export function labelled(workerId: string): string[] {
+  const label = `label=berth.dev/worker=${workerId}`;
+  const run = (args: string[]): string[] => execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return [...run(['ps', '-aq', '--filter', label]), ...run(['network', 'ls', '-q', '--filter', label]), ...run(['volume', 'ls', '-q', '--filter', label])];
+}

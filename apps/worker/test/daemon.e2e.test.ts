@@ -1,0 +1,136 @@
+// End to end: an in-process `berth start` against vela-sim, real Redis and the Docker engine.
+import { randomUUID } from 'node:crypto';
+import { VelaSim } from '@berth/vela-sim';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+
+const SECRET = `s3cr3t-${randomUUID().slice(0, 8)}`;
+
+let sim: VelaSim;
+let worker: WorkerHandle;
+const route = uniqueRoute('e2e');
+
+beforeAll(async () => {
+  sim = await VelaSim.start();
+  worker = await startWorker(sim, { route });
+  await waitFor('the worker to register', () => worker.daemon.registered);
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await sim?.close();
+});
+
+async function enqueue(yaml: (repo: string) => string, extra: { repoFields?: Record<string, unknown> } = {}) {
+  const repo = `r-${randomUUID().slice(0, 8)}`;
+  sim.addSecret('native', 'repo', 'octo', repo, 'api_token', { value: SECRET });
+  const pipeline = executable(yaml(repo), { org: 'octo', repo, number: 1 });
+  const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route, ...(extra.repoFields ? { repoFields: extra.repoFields } : {}) });
+  return { id: build.id!, repo };
+}
+
+const api = (path: string, init: RequestInit = {}): Promise<Response> => fetch(`${worker.daemon.url}${path}`, init);
+const serverAuth = (): RequestInit => ({ headers: { authorization: `Bearer ${sim.serverToWorkerToken()}` } });
+
+describe('berth start end to end (Docker)', { timeout: 90_000 }, () => {
+  it('pops, claims and runs a build: statuses and logs recorded in order, secrets masked in steps and services', async () => {
+    const { id, repo } = await enqueue((repo) => `
+version: "1"
+secrets:
+  - name: api_token
+    key: octo/${repo}/api_token
+    engine: native
+    type: repo
+services:
+  - name: svc
+    image: ${IMAGE}
+    pull: never
+    environment:
+      LEAK: "${SECRET}"
+    entrypoint: [ "/bin/sh", "-c", "echo service says $LEAK; sleep 30" ]
+steps:
+  - name: test
+    image: ${IMAGE}
+    pull: never
+    secrets: [ api_token ]
+    commands:
+      - echo line one
+      - echo "token is $API_TOKEN"
+      - echo line three
+`);
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    const b = sim.builds.get(id)!;
+    expect(b.error).toBeUndefined();
+    expect(b).toMatchObject({ status: 'success', host: worker.hostname, runtime: 'docker', distribution: 'linux' });
+    const steps = sim.stepsOf(id);
+    expect(steps.map((s) => [s.name, s.status, s.exit_code ?? 0])).toEqual([
+      ['init', 'success', 0],
+      ['test', 'success', 0],
+    ]);
+    const log = sim.stepLog(id, 2)!.toString('utf8');
+    expect(log).toBe('$ echo line one\nline one\n$ echo "token is $API_TOKEN"\ntoken is ***\n$ echo line three\nline three\n');
+    expect(log).not.toContain(SECRET);
+    const svcLog = sim.serviceLog(id, 1)!.toString('utf8');
+    expect(svcLog).toContain('service says ***');
+    expect(svcLog).not.toContain(SECRET);
+    expect(sim.stepLog(id, 1)!.toString('utf8')).not.toContain(SECRET);
+
+    // Order: build running → step running → step success → build success; each exactly once.
+    const path = new RegExp(`^/api/v1/repos/octo/${repo}/builds/1(/steps/2)?$`);
+    const puts = sim.calls.filter((c) => c.method === 'PUT' && path.test(c.path) && c.status === 200).map((c) => `${c.path.endsWith('/steps/2') ? 'step' : 'build'}:${/"status":"(\w+)"/.exec(c.summary)?.[1]}`);
+    const firstRunning = puts.indexOf('build:running');
+    expect(firstRunning).toBeGreaterThanOrEqual(0);
+    expect(puts.indexOf('step:running')).toBeGreaterThan(firstRunning);
+    expect(puts.indexOf('step:success')).toBeGreaterThan(puts.indexOf('step:running'));
+    expect(puts.at(-1)).toBe('build:success');
+    expect(sim.callsTo('GET', `/api/v1/repos/octo/${repo}/builds/1/executable`)).toHaveLength(1);
+    expect(sim.callsTo('GET', `/api/v1/secrets/native/repo/octo/${repo}/api_token`).map((c) => c.status)).toEqual([200]);
+
+    // The worker's record went busy → idle; the executors map was pruned; metrics counted it.
+    const workerPuts = sim.callsTo('PUT', `/api/v1/workers/${worker.hostname}`).map((c) => c.summary);
+    expect(workerPuts.some((s) => s.includes(`"running_builds":[{"id":${id}}]`))).toBe(true);
+    await waitFor('running_builds empty', () => sim.workers.get(worker.hostname)?.running_build_ids.length === 0);
+    expect(worker.daemon.slots.size).toBe(0);
+    const executors = (await (await api('/api/v1/executors', serverAuth())).json()) as unknown[];
+    expect(executors).toEqual([]);
+    const metrics = await (await api('/metrics')).text();
+    expect(metrics).toMatch(/berth_worker_builds_total\{status="success"\} [1-9]/);
+    expect(metrics).toMatch(/berth_worker_log_bytes_total\{kind="step"\} [1-9]/);
+    expect(metrics).toMatch(/berth_worker_server_api_calls_total\{method="PUT",status="200"\} [1-9]/);
+    expect(labelled(worker.hostname)).toEqual([]);
+  });
+
+  it('cancels a running build through DELETE /api/v1/executors/0/build/cancel within 2 s after the stop grace', async () => {
+    const { id, repo } = await enqueue(() => `
+version: "1"
+steps:
+  - name: long
+    image: ${IMAGE}
+    pull: never
+    commands:
+      - echo started
+      - sleep 120
+`);
+    await waitFor('the step to run', () => sim.stepsOf(id).find((s) => s.number === 2)?.status === 'running', 30_000);
+    await waitFor('the log to show the step started', () => sim.stepLog(id, 2)?.toString('utf8').includes('started'), 15_000);
+    // The server finds the build in GET /api/v1/executors, then cancels it.
+    const list = (await (await api('/api/v1/executors', serverAuth())).json()) as Array<{ id: number; build: { id: number } }>;
+    expect(list.map((e) => [e.id, e.build.id])).toEqual([[0, id]]);
+    expect(((await (await api('/api/v1/executors/0/repo', serverAuth())).json()) as { name: string }).name).toBe(repo);
+    const pipeline = (await (await api('/api/v1/executors/0/pipeline', serverAuth())).json()) as { id: string };
+    expect(pipeline.id).toBe(`octo_${repo}_1`);
+    const t0 = Date.now();
+    const res = await api('/api/v1/executors/0/build/cancel', { method: 'DELETE', ...serverAuth() });
+    const ms = Date.now() - t0;
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { id: number; status: string })).toMatchObject({ id, status: 'canceled' });
+    console.log(`cancel answered in ${ms} ms (stop grace 2000 ms)`);
+    // Stop grace 2 s (sh as PID 1 ignores SIGTERM: SIGKILL after the grace) + 2 s.
+    expect(ms).toBeLessThan(2_000 + 2_000);
+    await waitFor('the final build status', () => sim.builds.get(id)?.status === 'canceled', 10_000);
+    expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'canceled', exit_code: 137 });
+    expect(worker.daemon.slots.size).toBe(0);
+    expect(labelled(worker.hostname)).toEqual([]);
+    expect((await api('/api/v1/executors/0/build', serverAuth())).status).toBe(404);
+  });
+});
