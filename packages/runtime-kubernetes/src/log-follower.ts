@@ -235,6 +235,7 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
       if (result.kind === 'ended') {
         failures = 0;
         if (finishedAtStart) {
+          if (stats) stats.linesSkipped += lines.skipped;
           const tail = lines.flush();
           if (tail.length > 0) output.push(tail);
           output.push(null);

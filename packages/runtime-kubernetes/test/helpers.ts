@@ -49,7 +49,8 @@ export async function privilegedUnsupported(): Promise<string | undefined> {
   const { execFile } = await import('node:child_process');
   return new Promise((resolve) => {
     execFile('docker', ['run', '--rm', '--privileged', '--network', 'none', BUSYBOX, 'true'], { timeout: 30_000 }, (error, _stdout, stderr) => {
-      resolve(error ? (stderr.trim() || error.message).split('\n').slice(-1)[0] : undefined);
+      const lines = (stderr.trim() || error?.message || '').split('\n');
+      resolve(error ? (lines.find((line) => /error/i.test(line)) ?? lines[0] ?? 'failed').trim() : undefined);
     });
   });
 }
