@@ -234,7 +234,10 @@ export function conformanceCases(): ConformanceCase[] {
       group: 'logs',
       name: 'a tail opened after the container exited returns all its output, every time',
       async run(h) {
-        const { runtime, build, step } = await oneStep(h, { script: ['echo a', 'echo b >&2', 'printf c'] });
+        // Pauses between stream switches: engines stamp stdout and stderr from separate readers, so
+        // lines written back to back on different streams have no order to keep (the ordering case
+        // above checks interleaving); this case is about getting everything after the exit.
+        const { runtime, build, step } = await oneStep(h, { script: ['echo a', 'sleep 0.2', 'echo b >&2', 'sleep 0.2', 'printf c'] });
         await runtime.runContainer(h.ctx(), step, build);
         const exit = await waitForExit(runtime, step, h.options.timeouts.case);
         expect(exit.exitCode).toBe(0);
