@@ -292,17 +292,17 @@ export class DockerRuntime implements Runtime {
       // on from the last delivered one when the follow stopped short.
       continueWith: async (lastTimestamp) => {
         if (continuations++ >= 5) return undefined;
-        let last: string | undefined;
         try {
           const tail = await this.#call(ctx, where, async (signal) => (await handle.logs({ follow: false, stdout: true, stderr: true, timestamps: true, tail: 1, abortSignal: signal })) as unknown);
-          last = lastFrameTimestamp(Buffer.isBuffer(tail) ? tail : Buffer.from(typeof tail === 'string' ? tail : ''));
+          const last = lastFrameTimestamp(Buffer.isBuffer(tail) ? tail : Buffer.from(typeof tail === 'string' ? tail : ''));
+          if (last === undefined || (lastTimestamp !== undefined && compareTimestamps(last, lastTimestamp) <= 0)) return undefined;
+          const seconds = lastTimestamp === undefined ? Number.NaN : Math.floor(Date.parse(lastTimestamp) / 1000);
+          return await follow(Number.isFinite(seconds) ? String(seconds) : undefined);
         } catch (error) {
-          if (isRuntimeError(error, 'NotFound')) return undefined; // removed meanwhile: nothing more to read
+          // Removed meanwhile (404), or being removed (409 "dead or marked for removal"): its log is gone with it.
+          if (isRuntimeError(error, 'NotFound', 'AlreadyExists')) return undefined;
           throw error;
         }
-        if (last === undefined || (lastTimestamp !== undefined && compareTimestamps(last, lastTimestamp) <= 0)) return undefined;
-        const seconds = lastTimestamp === undefined ? Number.NaN : Math.floor(Date.parse(lastTimestamp) / 1000);
-        return follow(Number.isFinite(seconds) ? String(seconds) : undefined);
       },
     });
     const stop = afterFunc(ctx, () => logs.destroy(contextError(ctx, where)));

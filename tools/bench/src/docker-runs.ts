@@ -6,6 +6,7 @@
  *
  * Env: BENCH_N (default 20), BENCH_ROUNDS (default 3), DOCKER_HOST.
  */
+import { finished } from 'node:stream/promises';
 import { background } from '@berth/context';
 import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
@@ -33,6 +34,8 @@ async function viaRuntime(runtime: Runtime, buildId: string, count: number): Pro
       logs.resume();
       const exit = await runtime.waitContainer(ctx, step);
       if (exit.exitCode !== 0) throw new Error(`no-op container exited ${exit.exitCode}`);
+      // As `docker run` returns once the output was printed: read the log to its end.
+      await finished(logs);
       await runtime.removeContainer(ctx, step);
     }
     return since(start);
