@@ -336,6 +336,10 @@ export class Daemon {
     return [...this.slots.values()].map((s) => ({ id: s.build().id }));
   }
 
+  /**
+   * The worker record of check-ins. Without `running_builds`, as Vela's check-in: the server keeps
+   * its list, which the reap at start reads (build slots PUT the list themselves).
+   */
   #record(): VelaWorker & { hostname: string } {
     return {
       hostname: this.workerId,
@@ -344,7 +348,6 @@ export class Daemon {
       active: true,
       status: this.#status(),
       build_limit: this.config.build.limit,
-      running_builds: this.#runningBuilds(),
     };
   }
 
@@ -354,6 +357,7 @@ export class Daemon {
     if (token === undefined) return;
     await this.#client.withToken(token).updateWorker(ctx, this.workerId, {
       ...this.#record(),
+      running_builds: this.#runningBuilds(),
       last_status_update_at: nowSec(),
       ...(this.#lastBuildStarted ? { last_build_started_at: this.#lastBuildStarted } : {}),
       ...(this.#lastBuildFinished ? { last_build_finished_at: this.#lastBuildFinished } : {}),
