@@ -32,7 +32,7 @@ function startProcess(env: Record<string, string>): Proc {
   let resolveUrl!: (u: string) => void;
   const url = new Promise<string>((r) => (resolveUrl = r));
   let partial = '';
-  child.stderr!.on('data', (b: Buffer) => {
+  child.stderr.on('data', (b: Buffer) => {
     partial += b.toString();
     let nl: number;
     while ((nl = partial.indexOf('\n')) >= 0) {

@@ -257,45 +257,55 @@ export function loadStartConfig(sources: ConfigSources = { env: process.env }): 
       runtimeDropCapabilities: z.array(z.string().regex(DROPPABLE_CAPS, 'capabilities look like CAP_NET_RAW')).default([]),
       storageFileSizeLimit: z.number().int().min(0, 'must not be negative').default(100),
       storageBuildFileSizeLimit: z.number().int().min(0, 'must not be negative').default(500),
-    })
-    .superRefine((c, ctx) => {
-      const url = (name: 'workerAddr' | 'serverAddr' | 'queueAddr', value: string | undefined, schemes: string[]): URL | undefined => {
-        if (value === undefined) return undefined;
-        if (!value.includes('://')) ctx.addIssue({ code: 'custom', path: [name], message: `must be a full URL with a scheme (${schemes.join(', ')}://…), got ${JSON.stringify(value)}` });
-        else if (value.endsWith('/')) ctx.addIssue({ code: 'custom', path: [name], message: `must not end with a trailing slash, got ${JSON.stringify(value)}` });
-        else {
-          try {
-            const u = new URL(value);
-            if (!schemes.includes(u.protocol.replace(/:$/, ''))) ctx.addIssue({ code: 'custom', path: [name], message: `must use ${schemes.join(' or ')}, got ${u.protocol}` });
-            else return u;
-          } catch {
-            ctx.addIssue({ code: 'custom', path: [name], message: `is not a valid URL: ${JSON.stringify(value)}` });
-          }
-        }
-        return undefined;
-      };
-      const worker = url('workerAddr', c.workerAddr, ['http', 'https']);
-      url('serverAddr', c.serverAddr, ['http', 'https']);
-      url('queueAddr', c.queueAddr, ['redis', 'rediss']);
-      if (worker?.protocol === 'https:' && (!c.serverCert || !c.serverCertKey)) {
-        ctx.addIssue({ code: 'custom', path: ['serverCert'], message: 'a certificate and its key (server.cert, server.cert-key) are required when worker.addr is https' });
-      }
-      if (c.queuePublicKey !== undefined && Buffer.from(c.queuePublicKey, 'base64').length !== 32) {
-        ctx.addIssue({ code: 'custom', path: ['queuePublicKey'], message: 'must be the base64 of a 32-byte Ed25519 public key' });
-      }
-      if (c.queueCluster) ctx.addIssue({ code: 'custom', path: ['queueCluster'], message: 'Redis Sentinel (queue.cluster) is not supported by berth yet' });
-      if (c.runtimePodsTemplateName && c.runtimePodsTemplateFile) {
-        ctx.addIssue({ code: 'custom', path: ['runtimePodsTemplateFile'], message: 'set either runtime.pods-template-name or runtime.pods-template-file, not both' });
-      }
     });
 
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const setting = (issue.path[0] as SettingName | undefined) ?? 'config';
-      if (issues.some((i) => i.setting === setting)) continue; // already reported by step 1
-      issues.push({ setting, source: setting === 'config' ? 'config' : (sourceOf[setting] ?? 'default'), message: issue.message });
+  type Shape = z.infer<typeof schema>;
+  // Cross-field checks run on every value that parsed, even when others did not, so that one
+  // message lists every problem (a zod refinement would only run once the whole object parsed).
+  const crossCheck = (c: Partial<Shape>, ctx: { addIssue(issue: { code: 'custom'; path: string[]; message: string }): void }): void => {
+    const url = (name: 'workerAddr' | 'serverAddr' | 'queueAddr', value: string | undefined, schemes: string[]): URL | undefined => {
+      if (value === undefined) return undefined;
+      if (!value.includes('://')) ctx.addIssue({ code: 'custom', path: [name], message: `must be a full URL with a scheme (${schemes.join(', ')}://…), got ${JSON.stringify(value)}` });
+      else if (value.endsWith('/')) ctx.addIssue({ code: 'custom', path: [name], message: `must not end with a trailing slash, got ${JSON.stringify(value)}` });
+      else {
+        try {
+          const u = new URL(value);
+          if (!schemes.includes(u.protocol.replace(/:$/, ''))) ctx.addIssue({ code: 'custom', path: [name], message: `must use ${schemes.join(' or ')}, got ${u.protocol}` });
+          else return u;
+        } catch {
+          ctx.addIssue({ code: 'custom', path: [name], message: `is not a valid URL: ${JSON.stringify(value)}` });
+        }
+      }
+      return undefined;
+    };
+    const worker = url('workerAddr', c.workerAddr, ['http', 'https']);
+    url('serverAddr', c.serverAddr, ['http', 'https']);
+    url('queueAddr', c.queueAddr, ['redis', 'rediss']);
+    if (worker?.protocol === 'https:' && (!c.serverCert || !c.serverCertKey)) {
+      ctx.addIssue({ code: 'custom', path: ['serverCert'], message: 'a certificate and its key (server.cert, server.cert-key) are required when worker.addr is https' });
     }
+    if (c.queuePublicKey !== undefined && Buffer.from(c.queuePublicKey, 'base64').length !== 32) {
+      ctx.addIssue({ code: 'custom', path: ['queuePublicKey'], message: 'must be the base64 of a 32-byte Ed25519 public key' });
+    }
+    if (c.queueCluster) ctx.addIssue({ code: 'custom', path: ['queueCluster'], message: 'Redis Sentinel (queue.cluster) is not supported by berth yet' });
+    if (c.runtimePodsTemplateName && c.runtimePodsTemplateFile) {
+      ctx.addIssue({ code: 'custom', path: ['runtimePodsTemplateFile'], message: 'set either runtime.pods-template-name or runtime.pods-template-file, not both' });
+    }
+  };
+
+  const parsed = schema.safeParse(raw);
+  const partial: Partial<Record<string, unknown>> = {};
+  for (const [key, field] of Object.entries(schema.shape)) {
+    const r = (field as z.ZodType).safeParse(raw[key as SettingName]);
+    if (r.success) partial[key] = r.data;
+  }
+  const crossIssues: Array<{ path: string[]; message: string }> = [];
+  crossCheck(partial, { addIssue: (i) => void crossIssues.push(i) });
+  const zodIssues = [...(parsed.success ? [] : parsed.error.issues), ...crossIssues];
+  for (const issue of zodIssues) {
+    const setting = (issue.path[0] as SettingName | undefined) ?? 'config';
+    if (issues.some((i) => i.setting === setting)) continue; // already reported
+    issues.push({ setting, source: setting === 'config' ? 'config' : (sourceOf[setting] ?? 'default'), message: issue.message });
   }
   if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
   const c = parsed.data;
