@@ -259,15 +259,23 @@ export class DockerRuntime implements Runtime {
       const result = (await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).wait({ condition: 'not-running', abortSignal: signal }))) as { StatusCode: number };
       statusCode = result.StatusCode;
     }
-    // The exit code alone does not say OOM (a SIGKILL, 137): ask then, best effort.
+    // Confirm with the engine: the exit code alone does not say OOM, and a dockerd that is shutting
+    // down stops its containers (answering the wait) just before it goes away.
     let reason = statusCode === 0 ? 'Completed' : 'Error';
-    if (statusCode === 137) {
-      try {
-        const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).inspect({ abortSignal: signal }));
-        if (info.State.OOMKilled) reason = 'OOMKilled';
-      } catch (error) {
-        if (ctx.signal.aborted) throw contextError(ctx, where, error);
+    try {
+      const info = await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).inspect({ abortSignal: signal }));
+      if (info.State.OOMKilled) reason = 'OOMKilled';
+    } catch (error) {
+      if (ctx.signal.aborted) throw contextError(ctx, where, error);
+      if (isRuntimeError(error, 'Unavailable')) {
+        throw runtimeError(
+          'Unavailable',
+          `the Docker engine went away as the container ended (exit code ${statusCode}, which may come from dockerd stopping it while shutting down). Was dockerd stopped or restarted? Check ${this.#engine.source}.`,
+          where,
+          error,
+        );
       }
+      // NotFound: removed meanwhile; the exit code stands.
     }
     return { exitCode: statusCode, reason };
   }
