@@ -133,4 +133,32 @@ steps:
     expect(labelled(worker.hostname)).toEqual([]);
     expect((await api('/api/v1/executors/0/build', serverAuth())).status).toBe(404);
   });
+
+  it('without a secret: waits for POST /register, and again when its token expires; claims nothing meanwhile', async () => {
+    const short = await VelaSim.start({ workerAuthTokenTtlSec: 15 });
+    const r = uniqueRoute('register');
+    const w = await startWorker(short, { route: r, env: { VELA_SERVER_SECRET: '', VELA_CHECK_IN: '1s' } });
+    try {
+      const ready = async () => (await (await fetch(`${w.daemon.url}/ready`)).json()) as { ready: boolean; failed: string[] };
+      await waitFor('the wait for a registration token to be logged', () => w.logged(/waiting for a registration token/).length > 0);
+      expect(await ready()).toMatchObject({ ready: false, failed: expect.arrayContaining(['registered']) as unknown });
+      const post = (host: string) => fetch(`${w.daemon.url}/register`, { method: 'POST', headers: { authorization: `Bearer ${short.registrationToken(host)}` } });
+      expect((await post(w.hostname)).status).toBe(200);
+      await waitFor('registration', () => w.daemon.registered);
+      // Refreshes fail until the 15 s auth token expires: the worker blocks for a new registration.
+      short.fail({ method: 'POST', path: `/api/v1/workers/${w.hostname}/refresh`, kind: 'status', status: 500, times: 1_000 });
+      await waitFor('the expired token to be noticed', () => w.logged(/token expired and there is no server secret/).length > 0, 30_000);
+      const repo = `reg-${randomUUID().slice(0, 6)}`;
+      const { build } = await short.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(`version: "1"\nsteps:\n  - name: s\n    image: ${IMAGE}\n    pull: never\n    commands: [ "echo hi" ]\n`, { org: 'octo', repo, number: 1 }), route: r });
+      await new Promise((res) => setTimeout(res, 2_000));
+      expect(short.builds.get(build.id!)?.status).toBe('pending');
+      expect(await short.redis().llen(r)).toBe(1);
+      short.clearFaults();
+      expect((await post(w.hostname)).status).toBe(200);
+      await waitFor('the build to run after the new registration', () => short.builds.get(build.id!)?.status === 'success', 40_000);
+    } finally {
+      await w.stop();
+      await short.close();
+    }
+  });
 });

@@ -461,6 +461,11 @@ export class Daemon {
   async #slotLoop(slot: number): Promise<void> {
     const backoff = this.#o.errorBackoffMs ?? 5_000;
     while (!this.#claimCtx.signal.aborted) {
+      // The token expired without a secret to fall back on: claim nothing until a /register.
+      if (this.credentials.needsRegistration()) {
+        await sleep(this.#claimCtx, 1_000).catch(() => undefined);
+        continue;
+      }
       const queue = this.#queue!;
       const res: PopResult = await queue.pop(this.#claimCtx, this.#routes.length > 0 ? this.#routes : queue.routes);
       this.metrics.queueItems.inc({ result: res.kind });
