@@ -1,6 +1,6 @@
 // End to end: the real `berth` process on the real Docker engine.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -50,13 +50,28 @@ function pipeline(text: string): { dir: string; file: string } {
 }
 
 describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
-  it('runs examples/hello.yml: both steps succeed, logs in order, exit 0', async () => {
-    const run = await berth(['exec', 'hello.yml']);
+  it('runs examples/hello.yml on the current directory: both steps succeed, logs in order, exit 0', async () => {
+    const { dir } = pipeline(readFileSync(path.join(EXAMPLES, 'hello.yml'), 'utf8'));
+    writeFileSync(path.join(dir, 'marker.txt'), 'from the host\n');
+    const run = await berth(['exec'], { cwd: dir });
     expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(/read +│ this step runs in \/vela\/src/);
     expect(run.stdout).toMatch(/greet +│ hello from Berth/);
     expect(run.stdout).toMatch(/read +│ tick 1\n[\s\S]*read +│ tick 3/);
     expect(run.stdout).toMatch(/build \S+ ✓ success/);
     expect(run.code).toBe(0);
+    // the workspace was the directory itself: the step's file came and went, the host's stayed
+    expect(existsSync(path.join(dir, 'greeting.txt'))).toBe(false);
+    expect(readFileSync(path.join(dir, 'marker.txt'), 'utf8')).toBe('from the host\n');
+  });
+
+  it('mounts the current directory as the workspace: a step reads and writes its files', async () => {
+    const { dir } = pipeline(`version: "1"\nsteps:\n  - name: touch\n    image: ${IMAGE}\n    pull: never\n    commands: [cat input.txt, echo made-by-step > output.txt]\n`);
+    writeFileSync(path.join(dir, 'input.txt'), 'from the checkout\n');
+    const run = await berth(['exec'], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/touch +│ from the checkout/);
+    expect(readFileSync(path.join(dir, 'output.txt'), 'utf8')).toBe('made-by-step\n');
   });
 
   it('runs examples/services.yml: a step reaches the service by its name', async () => {

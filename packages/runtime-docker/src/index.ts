@@ -3,7 +3,9 @@
  *
  * @packageDocumentation
  */
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Context } from '@berth/context';
 import { CONTRACT_VERSION, defineRuntime, type Runtime, type RuntimeConfig, type RuntimeDescriptor } from '@berth/runtime';
 import { engineCall } from './call.ts';
@@ -54,6 +56,13 @@ export function dockerRuntime(options: DockerRuntimeOptions = {}): RuntimeDescri
 async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options: DockerRuntimeOptions): Promise<Runtime> {
   const where = { operation: 'create' };
   if (!config.workerId) throw runtimeError('InvalidConfig', 'the worker id is empty; every resource is labelled with it', where);
+  if (config.workspaceHostPath !== undefined) {
+    const hostPath = config.workspaceHostPath;
+    if (!path.isAbsolute(hostPath)) throw runtimeError('InvalidConfig', `the workspace host directory must be an absolute path; got ${JSON.stringify(hostPath)}`, where);
+    if (!statSync(hostPath, { throwIfNoEntry: false })?.isDirectory()) {
+      throw runtimeError('InvalidConfig', `the workspace host directory ${hostPath} does not exist or is not a directory`, where);
+    }
+  }
   let allowlist;
   try {
     allowlist = parseVolumeAllowlist(config.volumes ?? []);

@@ -402,7 +402,10 @@ export class DockerRuntime implements Runtime {
     const where = { operation: 'inspectVolume', subject: build.id };
     const name = engineName(build.id);
     const info = (await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).inspect({ abortSignal: signal }))) as { Name: string; Driver: string; Mountpoint: string };
-    return `$ docker volume inspect ${name}\n${info.Name} (${info.Driver}) at ${info.Mountpoint}, mounted in containers at ${this.#workspacePath}\n`;
+    const mounted = this.#config.workspaceHostPath
+      ? `unused: the host directory ${this.#config.workspaceHostPath} is mounted at ${this.#workspacePath} instead`
+      : `mounted in containers at ${this.#workspacePath}`;
+    return `$ docker volume inspect ${name}\n${info.Name} (${info.Driver}) at ${info.Mountpoint}, ${mounted}\n`;
   }
 
   async removeVolume(ctx: Context, build: Build): Promise<void> {
@@ -620,9 +623,13 @@ export class DockerRuntime implements Runtime {
         message: `image ${image.reference} is not in the worker's privileged images, so the container runs unprivileged`,
       });
     }
-    const workspace: Record<string, unknown>[] = this.#volumes.has(build.id)
-      ? [{ Type: 'volume', Source: engineName(build.id), Target: this.#workspacePath }]
-      : [];
+    // The workspace: the operator's host directory (berth exec runs on the current directory),
+    // else the build's volume.
+    const workspace: Record<string, unknown>[] = this.#config.workspaceHostPath
+      ? [{ Type: 'bind', Source: this.#config.workspaceHostPath, Target: this.#workspacePath }]
+      : this.#volumes.has(build.id)
+        ? [{ Type: 'volume', Source: engineName(build.id), Target: this.#workspacePath }]
+        : [];
     const hostConfig: Record<string, unknown> = {
       LogConfig: { Type: 'json-file', Config: {} },
       Privileged: privileged,

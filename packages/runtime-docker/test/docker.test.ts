@@ -267,6 +267,31 @@ describe('bind mounts', () => {
   });
 });
 
+describe('a host directory as the workspace (berth exec)', () => {
+  it('mounts workspaceHostPath at the workspace path instead of the build volume', async () => {
+    const workdir = mkdtempSync(path.join(os.tmpdir(), 'berth-rd-ws-'));
+    chmodSync(workdir, 0o777);
+    writeFileSync(path.join(workdir, 'input.txt'), 'from the checkout\n');
+    const local = await newRuntime({ workspacePath: '/vela/src', workspaceHostPath: workdir });
+    const build = await newBuild(local);
+    const container = step(build, 'ws', { entrypoint: ['/bin/sh', '-c'], commands: ['cat /vela/src/input.txt && echo built > /vela/src/output.txt'], directory: '/vela/src' });
+    const result = await runToEnd(local, build, container);
+    expect(result).toEqual({ exitCode: 0, logs: 'from the checkout\n' });
+    expect(readFileSync(path.join(workdir, 'output.txt'), 'utf8')).toBe('built\n');
+    await local.removeBuild(ctx, build);
+    rmSync(workdir, { recursive: true, force: true });
+  });
+
+  it('refuses a relative or missing workspace host directory with InvalidConfig at create', async () => {
+    const relative = await rejection(dockerRuntime().create(ctx, { workerId, workspaceHostPath: 'relative/dir' }));
+    expect(relative.code).toBe('InvalidConfig');
+    expect(relative.detail).toMatch(/absolute path/);
+    const missing = await rejection(dockerRuntime().create(ctx, { workerId, workspaceHostPath: '/no/such/berth/dir' }));
+    expect(missing.code).toBe('InvalidConfig');
+    expect(missing.detail).toMatch(/does not exist/);
+  });
+});
+
 describe('images', () => {
   // 127.0.0.1:1 refuses connections: the engine's pull fails at once, and nothing is downloaded.
   const unreachable = `127.0.0.1:1/berth/missing-${run}:1`;

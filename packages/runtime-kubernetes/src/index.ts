@@ -71,6 +71,9 @@ export async function createKubernetesRuntime(ctx: Context, config: RuntimeConfi
     throw runtimeError('InvalidConfig', (error as Error).message, where, error);
   }
   if (!config.workerId) throw runtimeError('InvalidConfig', 'the worker id is empty', where);
+  if (config.workspaceHostPath !== undefined) {
+    throw runtimeError('InvalidConfig', `a pod cannot mount the worker's directory ${config.workspaceHostPath} as its workspace; run with the Docker runtime, or without a host workspace`, where);
+  }
   let kc;
   try {
     kc = loadKubeConfig(resolved.kubeconfig);
