@@ -49,7 +49,7 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
 
-  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace });
+  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE });
   const color = config.color && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
   const [ctx, cancel] = withCancel(background());
