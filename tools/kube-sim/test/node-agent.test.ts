@@ -86,7 +86,7 @@ describe('node agent', () => {
             name: 'client',
             image: busybox,
             command: ['sh', '-c'],
-            args: ['for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://localhost:8080/ 2>/dev/null && break; sleep 0.3; done; echo "$FOO $(pwd) $(id -u)"; grep vela-server /etc/hosts; ping -c1 -W1 vela.local 2>&1 | grep -q 10.9.8.7 || echo vela.local unresolved; cat /work/note'],
+            args: ['for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://localhost:8080/ 2>/dev/null && break; sleep 0.3; done; echo "$FOO $(pwd) $(id -u)"; grep vela-server /etc/hosts; ping -c1 -W1 vela.local 2>&1 | grep -q 10.9.8.7 || echo vela.local unresolved; for i in $(seq 1 50); do [ -s /work/note ] && break; sleep 0.2; done; cat /work/note'],
             env: [{ name: 'FOO', value: 'bar baz' }],
             workingDir: '/tmp',
             securityContext: { runAsUser: 1234 },
