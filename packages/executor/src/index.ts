@@ -24,4 +24,3 @@ export {
 } from './executor.ts';
 export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';
 export { ConsoleReporter, type ConsoleReporterOptions } from './console-reporter.ts';
-export { type WholeLogUpload, WholeLogUploader, type WholeLogUploaderOptions } from './whole-log.ts';

@@ -65,8 +65,8 @@ export interface BuildReport {
  * `appendLog` calls in order, never two at once for the same target, each a batch of at most
  * `batchBytes` (64 KiB by default) or what gathered in `flushIntervalMs` (1 s), already masked and
  * capped; then one `closeLog`. Bytes are never sent twice: a reporter whose server replaces the
- * whole log on each upload (Vela) keeps what it received and throttles its uploads
- * ({@link WholeLogUploader} does that). The executor awaits every call: a slow `appendLog` slows the
+ * whole log on each upload (Vela) keeps what it received and throttles its uploads (the worker's
+ * Vela reporter does). The executor awaits every call: a slow `appendLog` slows the
  * reading of that container's log (backpressure) and nothing piles up in memory.
  *
  * Gotchas: `appendLog` gets the log-streaming ctx, which ends when the build was cancelled and its
