@@ -5,7 +5,8 @@
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { Context } from '@berth/context';
 import type { RuntimeEvent } from '@berth/runtime';
-import { contextError, type Where } from '../errors.ts';
+import { waitUntil } from './wait-until.ts';
+import type { Where } from '../errors.ts';
 import { isPullEvent } from '../pull-failures.ts';
 import { ContainerTracker } from './container-tracker.ts';
 
@@ -165,24 +166,7 @@ export class BuildTracker {
 
   /** Resolves once the pod is gone; rejects with the ctx's error when ctx ends first. */
   waitGone(ctx: Context, where: Where): Promise<void> {
-    if (this.gone) return Promise.resolve();
-    if (ctx.signal.aborted) return Promise.reject(contextError(ctx, where));
-    return new Promise((resolve, reject) => {
-      const done = (): void => {
-        cleanup();
-        resolve();
-      };
-      const onAbort = (): void => {
-        cleanup();
-        reject(contextError(ctx, where));
-      };
-      const cleanup = (): void => {
-        this.#goneListeners.delete(done);
-        ctx.signal.removeEventListener('abort', onAbort);
-      };
-      this.#goneListeners.add(done);
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return waitUntil(ctx, where, this.#goneListeners, () => this.gone);
   }
 
   /** Clears every timer of the build and its containers. */

@@ -6,7 +6,8 @@ import type { V1ContainerStatus } from '@kubernetes/client-node';
 import { type Context } from '@berth/context';
 import { parseImageReference } from '@berth/pipeline';
 import type { ContainerExit, ContainerStatus, RuntimeError, RuntimeErrorCode } from '@berth/runtime';
-import { contextError, runtimeError, type Where } from '../errors.ts';
+import { waitUntil } from './wait-until.ts';
+import { runtimeError, type Where } from '../errors.ts';
 import { failureCodeOf, WAITING_REASONS } from '../pull-failures.ts';
 
 /** Where a container is in its life. */
@@ -182,25 +183,7 @@ export class ContainerTracker {
    * error when ctx ends first.
    */
   until(ctx: Context, where: Where, predicate: () => boolean): Promise<void> {
-    if (predicate()) return Promise.resolve();
-    if (ctx.signal.aborted) return Promise.reject(contextError(ctx, where));
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (!predicate()) return;
-        cleanup();
-        resolve();
-      };
-      const onAbort = (): void => {
-        cleanup();
-        reject(contextError(ctx, where));
-      };
-      const cleanup = (): void => {
-        this.#listeners.delete(check);
-        ctx.signal.removeEventListener('abort', onAbort);
-      };
-      this.#listeners.add(check);
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return waitUntil(ctx, where, this.#listeners, predicate);
   }
 
   /** Calls `listener` after every change; returns the unsubscribe function. */
