@@ -209,9 +209,15 @@ export class VelaQueue {
     }
   }
 
-  /** Sends `CLIENT UNBLOCK` until the pop returns: the BLPOP may not have reached Redis yet. */
+  /**
+   * Sends `CLIENT UNBLOCK` until the pop returns: the BLPOP may not have reached Redis yet, or Redis
+   * may have answered it already (UNBLOCK then says 0 while the reply is on its way). It keeps
+   * trying for the pop's own timeout and 5 s more: any BLPOP Redis received has returned by then,
+   * so dropping the connection afterwards cannot lose an entry Redis handed out.
+   */
   async #unblock(conn: Redis, id: () => number | undefined, done: () => boolean): Promise<void> {
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + (this.#options.popTimeoutSec ?? 60) * 1000 + 5_000;
+    let pauseMs = 50;
     while (!done() && Date.now() < deadline) {
       const cid = id();
       if (cid !== undefined) {
@@ -222,9 +228,10 @@ export class VelaQueue {
           break;
         }
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, pauseMs));
+      pauseMs = Math.min(pauseMs * 2, 1_000);
     }
-    // Could not wake it through Redis: drop the connection (an entry popped right now would be lost).
+    // The BLPOP never answered (Redis unreachable): drop the connection.
     if (!done()) this.#drop(conn);
   }
 
