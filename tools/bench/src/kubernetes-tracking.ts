@@ -8,8 +8,9 @@
  *
  * Each step is runContainer + waitContainer (logs are not read: they cost the same in every mode).
  * Every step is a real container start in kube-sim's Docker, so the full grid (B ∈ {1,5,20} ×
- * S ∈ {1,10,50}) takes hours on a 2-core machine; by default only cells with B×S ≤ BENCH_MAX_STEPS
- * (default 50) run. BENCH_FULL=1 runs every cell; BENCH_B / BENCH_S (comma lists) pick others.
+ * S ∈ {1,10,50}) takes about 35 minutes on a 2-core machine; by default only cells with
+ * B×S ≤ BENCH_MAX_STEPS (default 50) run. BENCH_FULL=1 runs every cell; BENCH_B / BENCH_S (comma
+ * lists) pick others.
  */
 import { background, withTimeout } from '@berth/context';
 import { startKubeSim, type CountersSnapshot } from '@berth/kube-sim';
