@@ -27,10 +27,8 @@ import type { LogLimits } from './log/cap.ts';
 import { LogWriter, pumpLog } from './log/log-writer.ts';
 import { maskText } from './log/masker.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
+import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
 import { isFinal, KILLED_EXIT_CODE, type Status, statusOfExit } from './status.ts';
-
-/** Loads a secret's value (from a Vela server, a file, the environment…). */
-export type SecretLoader = (ctx: Context, secret: Secret) => Promise<string>;
 
 /** Where the executor writes what it does, for the worker's own log. All optional. */
 export interface ExecutorLogger {
@@ -69,6 +67,12 @@ export interface ExecutorOptions {
   ruleData?: Omit<RuleData, 'status' | 'env'>;
   /** Loads the value of each secret of the build; default: the secret's `value` as given. */
   loadSecret?: SecretLoader;
+  /**
+   * Variables laid over each container's environment before its secrets, as Vela's worker lays
+   * the build's and the repo's variables (`VELA_BUILD_*`, `VELA_REPO_*`) as they are when the
+   * build runs. Called once per container.
+   */
+  environment?: (container: Container) => Readonly<Record<string, string>>;
   /** The log path's settings. */
   logs?: LogOptions;
   /** Routes the runtime's pull progress and notices to this build's reporter. */
@@ -198,6 +202,8 @@ class ContainerRun {
   streaming = false;
   readonly streamDone = deferred();
   writer: LogWriter | undefined;
+  /** Lines for the head of this container's log (secrets withheld from it, and why). */
+  readonly notes: string[] = [];
 
   constructor(kind: TargetKind, container: Container, stage?: string) {
     this.kind = kind;
@@ -257,8 +263,8 @@ export class Executor {
   readonly #runs = new Map<string, ContainerRun>();
   readonly #init: ContainerRun;
   readonly #stageDone = new Map<string, Deferred>();
-  /** Secret values loaded so far (by secret name). */
-  readonly #secretValues = new Map<string, string>();
+  /** Secrets loaded so far (by secret name). */
+  readonly #secrets = new Map<string, LoadedSecret>();
 
   #status: Status = 'pending';
   #started: number | undefined;
@@ -595,7 +601,7 @@ export class Executor {
   /** Sets the service's container up (pull as its policy says). */
   async createService(ctx: Context, container: Container): Promise<void> {
     const run = this.#run(container);
-    this.#prepareEnvironment(container);
+    this.#prepareEnvironment(run);
     container.detach = true;
     await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.created = true;
@@ -633,8 +639,7 @@ export class Executor {
   async createStep(ctx: Context, container: Container): Promise<void> {
     const run = this.#run(container);
     if (run.kind === 'init') return;
-    this.#prepareEnvironment(container);
-    if (container.commands.length > 0) Object.assign(container, applyScript(container));
+    this.#prepareEnvironment(run);
     await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.created = true;
   }
@@ -645,9 +650,10 @@ export class Executor {
     if (run.kind === 'init') return;
     for (const ref of container.secrets) {
       const secret = this.build.secrets.find((s) => s.name === ref.source);
-      if (secret === undefined || secret.origin !== null || this.#secretValues.has(secret.name)) continue;
+      if (secret === undefined || secret.origin !== null || this.#secrets.has(secret.name)) continue;
       await this.#containerCall(run, 'exec', () => this.#loadSecret(ctx, secret), ctx);
-      this.#injectSecrets(container);
+      // Lazy secrets arrive after substitution: they only reach the environment.
+      this.#injectSecrets(run, 'all');
     }
     run.status = 'running';
     run.started = Date.now();
@@ -897,32 +903,50 @@ export class Executor {
     return this.#failed ? 'failure' : 'success';
   }
 
-  #prepareEnvironment(container: Container): void {
+  /**
+   * The container's environment, as Vela's worker makes it: the build's and the worker's
+   * variables, the secrets that allow substitution, the commands as the build script, `${NAME}`
+   * substituted in every field, then the secrets that do not allow substitution. Secrets the
+   * container may not have are withheld and noted at the head of its log.
+   */
+  #prepareEnvironment(run: ContainerRun): void {
+    const container = run.container;
     const env = container.environment;
+    if (this.#options.environment !== undefined) Object.assign(env, this.#options.environment(container));
     env['VELA_DISTRIBUTION'] = 'linux';
     env['VELA_HOST'] = this.#host;
     env['VELA_RUNTIME'] = this.runtime.name;
     env['VELA_VERSION'] = this.#options.version ?? 'unknown';
-    this.#injectSecrets(container);
+    this.#injectSecrets(run, 'substitutable');
+    // A step's commands become the build script (base64, so substitution leaves it alone); a
+    // service keeps its commands, as in Vela.
+    if (run.kind !== 'service' && container.commands.length > 0) Object.assign(container, applyScript(container));
+    substituteContainer(container);
+    this.#injectSecrets(run, 'protected');
   }
 
-  #injectSecrets(container: Container): void {
-    for (const ref of container.secrets) {
-      const value = this.#secretValues.get(ref.source);
-      if (value !== undefined && ref.target !== '') container.environment[ref.target] = value;
+  #injectSecrets(run: ContainerRun, set: SecretSet): void {
+    for (const note of injectSecrets(run.container, this.#secrets, set)) {
+      run.notes.push(note);
+      this.#log.warn?.(`${run.kind} ${run.container.name}: ${note}`);
     }
   }
 
   async #loadSecret(ctx: Context, secret: Secret): Promise<void> {
-    const value = this.#options.loadSecret === undefined ? secret.value : await this.#options.loadSecret(ctx, secret);
-    this.#secretValues.set(secret.name, value);
-    this.#init.writer?.addSecrets(value);
-    for (const run of this.#runs.values()) run.writer?.addSecrets(value);
+    const loaded = toLoadedSecret(this.#options.loadSecret === undefined ? secret.value : await this.#options.loadSecret(ctx, secret));
+    this.#secrets.set(secret.name, loaded);
+    this.#init.writer?.addSecrets(loaded.value);
+    for (const run of this.#runs.values()) run.writer?.addSecrets(loaded.value);
+  }
+
+  /** Every secret value loaded so far. */
+  #secretValues(): string[] {
+    return [...this.#secrets.values()].map((secret) => secret.value);
   }
 
   /** Every value masked in this container's log: the build's secrets and the container's credentials. */
   #secretsFor(run: ContainerRun): string[] {
-    const values = [...this.#secretValues.values()];
+    const values = this.#secretValues();
     for (const name of CREDENTIAL_ENV) {
       const value = run.container.environment[name];
       if (value !== undefined && value !== '') values.push(value);
@@ -931,7 +955,7 @@ export class Executor {
   }
 
   #mask(text: string): string {
-    return this.#secretValues.size === 0 ? text : maskText(text, this.#secretValues.values());
+    return this.#secrets.size === 0 ? text : maskText(text, this.#secretValues());
   }
 
   #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
@@ -991,6 +1015,7 @@ export class Executor {
   async #stream(ctx: Context, run: ContainerRun): Promise<void> {
     try {
       const writer = this.#writer(run, () => ctx);
+      for (const note of run.notes.splice(0)) await writer.write(`> ${note}\n`);
       this.#log.debug?.(`streaming ${run.kind} ${run.container.name}`);
       const readable = await this.runtime.tailContainer(ctx, run.container);
       await pumpLog(ctx, readable, writer);

@@ -19,8 +19,8 @@ export {
   type ExecutorOptions,
   formatDuration,
   type LogOptions,
-  type SecretLoader,
   type StreamRequest,
 } from './executor.ts';
+export { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
 export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';
 export { ConsoleReporter, type ConsoleReporterOptions } from './console-reporter.ts';

@@ -309,6 +309,45 @@ describe('secrets and logs', () => {
     expect(loaded.sort()).toEqual(['cert', 'lazy', 'token']);
   });
 
+  it('substitutes ${NAME} with secrets that allow it, sets the others after substitution, and withholds restricted ones with a note', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const refs = [
+      { source: 'open', target: 'OPEN' },
+      { source: 'closed', target: 'CLOSED' },
+      { source: 'elsewhere', target: 'ELSEWHERE' },
+    ];
+    const build = makeBuild({
+      secrets: [secret('open', 'open-value-1'), secret('closed', 'closed-value-2'), secret('elsewhere', 'elsewhere-value-3')],
+      steps: [
+        ctn('use', {
+          environment: { FROM_OPEN: 'x${OPEN}x', FROM_CLOSED: 'y${CLOSED}y' },
+          commands: ['echo "open=$FROM_OPEN closed=$FROM_CLOSED env=$CLOSED elsewhere=[$ELSEWHERE]"'],
+          secrets: refs,
+        }),
+      ],
+    });
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      loadSecret: (_ctx, s) =>
+        Promise.resolve({
+          value: s.value,
+          substitution: s.name !== 'closed',
+          ...(s.name === 'elsewhere' ? { deniedFor: (c: { image: string }) => `it is restricted to the images plugins/deploy, not ${c.image}` } : {}),
+        }),
+    });
+    expect(result.status).toBe('success');
+    const log = reporter.log('use');
+    expect(log).toContain(`> secret <elsewhere> was not set as ELSEWHERE: it is restricted to the images plugins/deploy, not ${BUSYBOX}\n`);
+    // OPEN was substituted into FROM_OPEN; CLOSED was not (empty there) but is in the environment.
+    expect(log).toContain('open=x***x closed=yy env=*** elsewhere=[]');
+    expect(log).not.toMatch(/value-[123]/);
+    // The note heads the log, before the output.
+    expect(log.indexOf('> secret <elsewhere>')).toBeLessThan(log.indexOf('open='));
+  });
+
   it('caps a step log, with a marker, keeping the tail', async () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();
