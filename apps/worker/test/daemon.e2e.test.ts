@@ -100,6 +100,54 @@ steps:
     expect(labelled(worker.hostname)).toEqual([]);
   });
 
+  it("honours Vela's secret restrictions: events, images, commands and substitution, saying in the step log what was withheld", async () => {
+    const repo = `r-${randomUUID().slice(0, 8)}`;
+    const values = { open: `open-${SECRET}`, closed: `closed-${SECRET}`, pr: `pr-${SECRET}`, nocmd: `nocmd-${SECRET}`, other: `other-${SECRET}` };
+    sim.addSecret('native', 'repo', 'octo', repo, 'open', { value: values.open, images: [IMAGE.split(':')[0]!] });
+    sim.addSecret('native', 'repo', 'octo', repo, 'closed', { value: values.closed, allow_substitution: false });
+    sim.addSecret('native', 'repo', 'octo', repo, 'pr', { value: values.pr, allow_events: { pull_request: { opened: true, synchronize: true } } });
+    sim.addSecret('native', 'repo', 'octo', repo, 'nocmd', { value: values.nocmd, allow_command: false });
+    sim.addSecret('native', 'repo', 'octo', repo, 'other', { value: values.other, images: ['plugins/docker'] });
+    const secretsYaml = Object.keys(values)
+      .map((name) => `  - name: ${name}\n    key: octo/${repo}/${name}\n    engine: native\n    type: repo\n`)
+      .join('');
+    const pipeline = executable(
+      `
+version: "1"
+secrets:
+${secretsYaml}
+steps:
+  - name: use
+    image: ${IMAGE}
+    pull: never
+    secrets: [ open, closed, pr, nocmd, other ]
+    environment:
+      FROM_OPEN: "x$\${OPEN}x"
+      FROM_CLOSED: "y$\${CLOSED}y"
+    commands:
+      - echo "open=$FROM_OPEN closed=$FROM_CLOSED env=$CLOSED pr=[$PR] nocmd=[$NOCMD] other=[$OTHER]"
+      - echo "build=$VELA_BUILD_EVENT/$VELA_BUILD_STATUS/$VELA_BUILD_HOST/$VELA_BUILD_RUNTIME repo=$VELA_REPO_FULL_NAME"
+`,
+      { org: 'octo', repo, number: 1 },
+    );
+    const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route });
+    const id = build.id!;
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    expect(sim.builds.get(id)).toMatchObject({ status: 'success' });
+    const log = sim.stepLog(id, 2)!.toString('utf8');
+    const lines = log.split('\n');
+    expect(lines.slice(0, 3).sort()).toEqual([
+      `> secret <nocmd> was not set as NOCMD: it does not allow commands (allow_command is false) and this container has commands`,
+      `> secret <other> was not set as OTHER: it is restricted to the images plugins/docker, and this container runs ${IMAGE}`,
+      `> secret <pr> was not set as PR: it is not allowed for push builds (allow_events: pull_request:opened, pull_request:synchronize)`,
+    ]);
+    // OPEN (substitution allowed) went into FROM_OPEN; CLOSED (not allowed) did not, but is in the environment.
+    expect(log).toContain('open=x***x closed=yy env=*** pr=[] nocmd=[] other=[]\n');
+    // The build's variables as it runs on this worker (the executable was compiled without them).
+    expect(log).toContain(`build=push/running/${worker.hostname}/docker repo=octo/${repo}\n`);
+    for (const value of Object.values(values)) expect(log).not.toContain(value);
+  });
+
   it('cancels a running build through DELETE /api/v1/executors/0/build/cancel within 2 s after the stop grace', async () => {
     const { id, repo } = await enqueue(() => `
 version: "1"

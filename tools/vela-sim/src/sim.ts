@@ -241,9 +241,24 @@ export class VelaSim {
 
   // ---------------------------------------------------------------- state helpers for tests
 
-  /** Adds (or replaces) a secret, addressed as the worker fetches it. */
+  /**
+   * Adds (or replaces) a secret, addressed as the worker fetches it, with the defaults the server
+   * sets when a secret is created (S `api/secret/create.go`): `allow_events` push, tag and
+   * deployment; `allow_command` and `allow_substitution` true, but both false for a shared secret
+   * that does not set `allow_substitution`.
+   */
   addSecret(engine: string, type: 'org' | 'repo' | 'shared', org: string, name: string, key: string, secret: VelaSecret): void {
-    this.secrets.set(`${engine}/${type}/${org}/${name}/${key}`, { type, org, name: key, ...secret });
+    // A shared secret that does not say about substitution allows neither it nor commands.
+    const sharedDefaults = type === 'shared' && secret.allow_substitution === undefined;
+    this.secrets.set(`${engine}/${type}/${org}/${name}/${key}`, {
+      type,
+      org,
+      name: key,
+      allow_events: { push: { branch: true, tag: true, delete_branch: false, delete_tag: false }, deployment: { created: true } },
+      ...secret,
+      allow_command: sharedDefaults ? false : (secret.allow_command ?? true),
+      allow_substitution: sharedDefaults ? false : (secret.allow_substitution ?? true),
+    });
   }
 
   /** The build `org/repo#number`, if any. */

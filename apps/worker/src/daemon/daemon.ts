@@ -18,6 +18,7 @@ import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, Ve
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { createApi } from './api.ts';
 import { DaemonMetrics } from './metrics.ts';
+import { runEnvironment } from './environment.ts';
 import { velaSecretLoader } from './secrets.ts';
 import { RunningBuildsFile } from './state.ts';
 
@@ -622,6 +623,7 @@ export class Daemon {
         ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
         ruleData: ruleDataOf(vb),
         loadSecret: velaSecretLoader(client, { org, name }),
+        environment: runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) }),
         events: this.#events,
         host: this.workerId,
         version: this.version,

@@ -2,9 +2,11 @@
  * Loading a build's secrets from the Vela server, as go-vela/worker's `internal/secret` does.
  */
 import type { Context } from '@berth/context';
-import type { SecretLoader } from '@berth/executor';
-import type { Secret } from '@berth/pipeline';
+import type { LoadedSecret, SecretLoader } from '@berth/executor';
+import type { Container, Secret } from '@berth/pipeline';
 import type { VelaClient } from '../vela/client.ts';
+import { eventAllowed, eventNames } from '../vela/events.ts';
+import type { VelaSecret } from '../vela/models.ts';
 
 /** Where a secret lives on the server: `/api/v1/secrets/{engine}/{type}/{org}/{name}/{key}`. */
 export interface SecretAddress {
@@ -47,14 +49,40 @@ export function secretAddress(secret: Secret, repo: { org: string; name: string 
 }
 
 /**
- * A {@link SecretLoader} that fetches each secret's value with the build token. Gotcha: the value
- * is never logged; an error names the secret, never its value.
+ * Why a Vela secret must not go into `container`, as Vela's `Secret.Match` decides; undefined
+ * when it may. `allow_command` unset counts as false and `allow_events` unset allows nothing, as
+ * in Vela (the server sets both when a secret is created).
+ */
+export function velaSecretDenial(secret: VelaSecret, container: Container): string | undefined {
+  if (secret.allow_command !== true) {
+    if (container.commands.length > 0) return 'it does not allow commands (allow_command is false) and this container has commands';
+    if (container.entrypoint.length > 0) return 'it does not allow commands (allow_command is false) and this container sets its own entrypoint';
+  }
+  const event = container.environment['VELA_BUILD_EVENT'] ?? '';
+  const action = container.environment['VELA_BUILD_EVENT_ACTION'] ?? '';
+  if (!eventAllowed(secret.allow_events, event, action)) {
+    const name = action === '' ? event : `${event}:${action}`;
+    const events = eventNames(secret.allow_events);
+    return `it is not allowed for ${name || 'this'} builds (allow_events: ${events.length > 0 ? events.join(', ') : 'none'})`;
+  }
+  const images = (secret.images ?? []).filter((image) => image !== '');
+  if ((secret.images ?? []).length > 0 && !images.some((image) => container.image.startsWith(image))) {
+    return `it is restricted to the images ${images.join(', ') || '(none)'}, and this container runs ${container.image}`;
+  }
+  return undefined;
+}
+
+/**
+ * A {@link SecretLoader} that fetches each secret with the build token, with Vela's restrictions:
+ * it is injected only where {@link velaSecretDenial} allows, and substituted into `${NAME}` only
+ * when `allow_substitution` is true. Gotcha: the value is never logged; an error names the
+ * secret, never its value.
  */
 export function velaSecretLoader(client: VelaClient, repo: { org: string; name: string }): SecretLoader {
-  return async (ctx: Context, secret: Secret): Promise<string> => {
+  return async (ctx: Context, secret: Secret): Promise<LoadedSecret> => {
     const a = secretAddress(secret, repo);
     const s = await client.getSecret(ctx, a.engine, a.type, a.org, a.name, a.key);
     if (typeof s?.value !== 'string') throw new Error(`secret <${secret.name}>: the server sent no value (is the token a build token?)`);
-    return s.value;
+    return { value: s.value, substitution: s.allow_substitution === true, deniedFor: (container) => velaSecretDenial(s, container) };
   };
 }
