@@ -39,6 +39,8 @@ describe('substituteContainer', () => {
       substituteContainer(c);
     } catch (error) {
       expect((error as Error).message).not.toContain('oops-no-brace-value');
+      // A cause would carry the value (the parser quotes its input).
+      expect((error as Error).cause).toBeUndefined();
     }
   });
 });
