@@ -648,13 +648,18 @@ export class Executor {
   async planStep(ctx: Context, container: Container): Promise<void> {
     const run = this.#run(container);
     if (run.kind === 'init') return;
+    // The step's lazy secrets (loaded once, by the first step that needs them), and any not loaded yet.
+    const late = new Map<string, LoadedSecret>();
     for (const ref of container.secrets) {
       const secret = this.build.secrets.find((s) => s.name === ref.source);
-      if (secret === undefined || secret.origin !== null || this.#secrets.has(secret.name)) continue;
-      await this.#containerCall(run, 'exec', () => this.#loadSecret(ctx, secret), ctx);
-      // Lazy secrets arrive after substitution: they only reach the environment.
-      this.#injectSecrets(run, 'all');
+      if (secret === undefined || secret.origin !== null) continue;
+      if (secret.pull !== 'step_start' && this.#secrets.has(secret.name)) continue;
+      if (!this.#secrets.has(secret.name)) await this.#containerCall(run, 'exec', () => this.#loadSecret(ctx, secret), ctx);
+      const loaded = this.#secrets.get(secret.name);
+      if (loaded !== undefined) late.set(secret.name, loaded);
     }
+    // They arrive after substitution: they only reach the environment.
+    if (late.size > 0) this.#injectSecrets(run, 'all', late);
     run.status = 'running';
     run.started = Date.now();
     await this.#reportStep(run);
@@ -925,8 +930,8 @@ export class Executor {
     this.#injectSecrets(run, 'protected');
   }
 
-  #injectSecrets(run: ContainerRun, set: SecretSet): void {
-    for (const note of injectSecrets(run.container, this.#secrets, set)) {
+  #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets): void {
+    for (const note of injectSecrets(run.container, secrets, set)) {
       run.notes.push(note);
       this.#log.warn?.(`${run.kind} ${run.container.name}: ${note}`);
     }

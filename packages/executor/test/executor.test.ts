@@ -348,6 +348,38 @@ describe('secrets and logs', () => {
     expect(log.indexOf('> secret <elsewhere>')).toBeLessThan(log.indexOf('open='));
   });
 
+  it('a lazy secret reaches every step that asks for it, loaded once; a withheld secret is noted once per step', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const refs = [
+      { source: 'lazy', target: 'LAZY' },
+      { source: 'kept', target: 'KEPT' },
+    ];
+    const show = ['echo "lazy=[$LAZY] kept=[$KEPT]"'];
+    const build = makeBuild({
+      secrets: [secret('lazy', 'lazy-value-7'), secret('kept', 'kept-value-8')],
+      steps: [ctn('first', { commands: show, secrets: refs }), ctn('second', { commands: show, secrets: refs })],
+    });
+    build.secrets[0]!.pull = 'step_start';
+    const loads: string[] = [];
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      loadSecret: (_ctx, s) => {
+        loads.push(s.name);
+        return Promise.resolve(s.name === 'kept' ? { value: s.value, deniedFor: () => 'not for this step' } : s.value);
+      },
+    });
+    expect(result.status).toBe('success');
+    expect(loads.sort()).toEqual(['kept', 'lazy']);
+    for (const step of ['first', 'second']) {
+      const log = reporter.log(step);
+      expect(log).toContain('lazy=[***] kept=[]');
+      expect(log.split('\n').filter((line) => line.startsWith('> secret <kept>'))).toEqual(['> secret <kept> was not set as KEPT: not for this step']);
+    }
+  });
+
   it('caps a step log, with a marker, keeping the tail', async () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();
