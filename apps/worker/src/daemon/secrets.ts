@@ -65,9 +65,9 @@ export function velaSecretDenial(secret: VelaSecret, container: Container): stri
     const events = eventNames(secret.allow_events);
     return `it is not allowed for ${name || 'this'} builds (allow_events: ${events.length > 0 ? events.join(', ') : 'none'})`;
   }
-  const images = (secret.images ?? []).filter((image) => image !== '');
-  if ((secret.images ?? []).length > 0 && !images.some((image) => container.image.startsWith(image))) {
-    return `it is restricted to the images ${images.join(', ') || '(none)'}, and this container runs ${container.image}`;
+  const images = secret.images ?? [];
+  if (images.length > 0 && !images.some((image) => image !== '' && container.image.startsWith(image))) {
+    return `it is restricted to the images ${images.filter((image) => image !== '').join(', ') || '(none)'}, and this container runs ${container.image}`;
   }
   return undefined;
 }
