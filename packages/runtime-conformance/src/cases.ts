@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { background, withCancel, withTimeout } from '@berth/context';
 import { parseImageReference, type Build, type Container } from '@berth/pipeline';
@@ -123,6 +124,8 @@ function logsCase(name: string, script: string[], logs: string, exitCode = 0): C
 }
 
 const LARGE_LOG_PATTERN = 'berth conformance large log 0123456789abcdefghijklmnopqrstuvwxyz';
+/** The most a tail stream may hold while its reader pauses for a second (a few chunks, not the log). */
+const LARGE_LOG_MAX_BUFFERED = 8 * 1024 * 1024;
 
 /** The sha256 of `total` bytes of `yes PATTERN` output, computed in slices. */
 function expectedYesHash(pattern: string, total: number): string {
@@ -261,6 +264,7 @@ export function conformanceCases(): ConformanceCase[] {
         let rssPeak = rssBefore;
         let bytes = 0;
         let nextPause = 1 << 20;
+        let bufferedWhilePaused: number | undefined;
         const hash = createHash('sha256');
         await runtime.runContainer(ctx, step, build);
         const stream = await runtime.tailContainer(ctx, step);
@@ -271,6 +275,11 @@ export function conformanceCases(): ConformanceCase[] {
             // A slow-ish reader: the runtime must hold back, not buffer the whole log for us.
             nextPause += 1 << 20;
             rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+            if (bufferedWhilePaused === undefined) {
+              // Once, a reader that stops for a second: what piles up in the stream is the proof.
+              await delay(1_000);
+              bufferedWhilePaused = stream.readableLength + ((stream as unknown as Partial<Writable>).writableLength ?? 0);
+            }
             await delay(2);
           }
         });
@@ -278,6 +287,7 @@ export function conformanceCases(): ConformanceCase[] {
         expect(exit.exitCode).toBe(0);
         expect(bytes).toBe(total);
         expect(hash.digest('hex'), 'sha256 of the log').toBe(expectedYesHash(LARGE_LOG_PATTERN, total));
+        expect(bufferedWhilePaused, 'bytes buffered in the tail stream while its reader paused for 1 s (the runtime must apply backpressure)').toBeLessThan(LARGE_LOG_MAX_BUFFERED);
         const growth = rssPeak - rssBefore;
         expect(growth, `RSS grew by ${Math.round(growth / 1e6)} MB while reading`).toBeLessThan(h.options.largeLogMemoryLimitBytes);
       },

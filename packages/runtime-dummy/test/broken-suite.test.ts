@@ -15,11 +15,11 @@ const packageDir = path.resolve(import.meta.dirname, '..');
 const vitestBin = path.join(path.dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
 
 interface JsonReport {
-  testResults: { assertionResults: { title: string; status: string }[] }[];
+  testResults: { assertionResults: { title: string; status: string; failureMessages?: string[] }[] }[];
 }
 
 /** Runs the suite against the broken dummy; returns the names of failed and passed cases. */
-async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: string[]; output: string }> {
+async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: string[]; messages: string[]; output: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'berth-broken-'));
   const outputFile = path.join(dir, 'report.json');
   try {
@@ -40,6 +40,7 @@ async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: 
     return {
       failed: results.filter((r) => r.status === 'failed').map((r) => r.title).sort(),
       passed: results.filter((r) => r.status === 'passed').map((r) => r.title).sort(),
+      messages: results.flatMap((r) => r.failureMessages ?? []),
       output,
     };
   } finally {
@@ -88,6 +89,13 @@ describe('the conformance suite fails a broken runtime', () => {
         'waitContainer rejects with DeadlineExceeded within 1 s of its ctx deadline',
       ]),
     );
+    expect(passed.length + failed.length).toBe(allCases.length);
+  }, 180_000);
+
+  it('a runtime whose log streams ignore the reader\'s pace fails the large-log case, and only that', async () => {
+    const { failed, passed, messages } = await runBroken('buffer-whole-log');
+    expect(failed).toEqual(expectFailures(['delivers 50 MiB of output completely and in order while the reader holds little memory']));
+    expect(messages.join('\n')).toMatch(/bytes buffered in the tail stream while its reader paused for 1 s/);
     expect(passed.length + failed.length).toBe(allCases.length);
   }, 180_000);
 });
