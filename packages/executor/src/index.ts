@@ -21,6 +21,6 @@ export {
   type LogOptions,
   type StreamRequest,
 } from './executor.ts';
-export { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
+export type { LoadedSecret, SecretLoader } from './secrets.ts';
 export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';
 export { ConsoleReporter, type ConsoleReporterOptions } from './console-reporter.ts';
