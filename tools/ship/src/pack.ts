@@ -1,0 +1,108 @@
+/**
+ * Packs the workspace's public packages exactly as `pnpm publish` would (prepack builds them,
+ * `workspace:` and `catalog:` ranges are rewritten, `publishConfig` applies), so that what the
+ * checks look at is what a plugin author installs.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The repository's root folder. */
+export const REPO_ROOT = path.resolve(import.meta.dirname, '../../..');
+
+/** A public (publishable) workspace package. */
+export interface PublicPackage {
+  /** Its npm name, e.g. `@berth/runtime`. */
+  name: string;
+  /** Its version from package.json. */
+  version: string;
+  /** Its folder relative to the repository root, e.g. `packages/runtime`. */
+  dir: string;
+}
+
+/** Lists the workspace packages under `packages/` that are not private. */
+export async function publicPackages(root = REPO_ROOT): Promise<PublicPackage[]> {
+  const found: PublicPackage[] = [];
+  for (const entry of (await readdir(path.join(root, 'packages'), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    if (!entry.isDirectory()) continue;
+    const dir = `packages/${entry.name}`;
+    let manifest: { name: string; version: string; private?: boolean };
+    try {
+      manifest = JSON.parse(await readFile(path.join(root, dir, 'package.json'), 'utf8')) as typeof manifest;
+    } catch {
+      continue;
+    }
+    if (!manifest.private) found.push({ name: manifest.name, version: manifest.version, dir });
+  }
+  return found;
+}
+
+/** A packed package: the package and the path of its tarball. */
+export interface PackedPackage extends PublicPackage {
+  tarball: string;
+}
+
+/**
+ * Builds every public package once (turbo, cached), then runs `pnpm pack` in each package's
+ * folder, writing the tarballs to `destination`.
+ */
+export async function packAll(destination: string, root = REPO_ROOT): Promise<PackedPackage[]> {
+  await mkdir(destination, { recursive: true });
+  const packages = await publicPackages(root);
+  await run('pnpm', ['exec', 'turbo', 'run', 'build', ...packages.map((p) => `--filter=${p.name}`), '--output-logs=errors-only'], {
+    cwd: root,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const packed: PackedPackage[] = [];
+  for (const pkg of packages) {
+    const { stdout } = await run('pnpm', ['pack', '--pack-destination', destination, '--json'], {
+      cwd: path.join(root, pkg.dir),
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    packed.push({ ...pkg, tarball: tarballOf(stdout, destination, pkg) });
+  }
+  return packed;
+}
+
+/** Reads the tarball path from `pnpm pack --json`, falling back to pnpm's naming rule. */
+function tarballOf(stdout: string, destination: string, pkg: PublicPackage): string {
+  const start = stdout.indexOf('{');
+  if (start >= 0) {
+    try {
+      const parsed = JSON.parse(stdout.slice(start)) as { filename?: string };
+      if (parsed.filename) return path.resolve(destination, parsed.filename);
+    } catch {
+      // fall through to the naming rule
+    }
+  }
+  return path.join(destination, `${pkg.name.replace(/^@/, '').replace('/', '-')}-${pkg.version}.tgz`);
+}
+
+/** The outcome of one check on one tarball. */
+export interface CheckResult {
+  ok: boolean;
+  output: string;
+}
+
+/** Runs `publint --strict` on a tarball. */
+export async function publint(tarball: string, root = REPO_ROOT): Promise<CheckResult> {
+  return check(['exec', 'publint', '--strict', tarball], root);
+}
+
+/** Runs `attw --pack --profile esm-only` (Are the Types Wrong) on a tarball. */
+export async function attw(tarball: string, root = REPO_ROOT): Promise<CheckResult> {
+  return check(['exec', 'attw', '--pack', tarball, '--profile', 'esm-only', '--no-color'], root);
+}
+
+async function check(args: string[], cwd: string): Promise<CheckResult> {
+  try {
+    const { stdout, stderr } = await run('pnpm', args, { cwd, maxBuffer: 16 * 1024 * 1024 });
+    return { ok: true, output: stdout + stderr };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` || e.message };
+  }
+}
