@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `berth` command. Runs the worker from its TypeScript source on Node 24: workspace
 // packages resolve through the "@berth/source" export condition, added here by a resolve hook.
+import { readFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const [major] = process.versions.node.split('.').map(Number);
@@ -10,6 +11,15 @@ if (major < 24) {
       'Run `bash tools/bootstrap.sh` and `source tools/env.sh` in the Berth checkout to use the project-local Node 24.\n',
   );
   process.exit(2);
+}
+
+// `berth --version` answers before anything else loads: scripts and health checks call it
+// often, and it should cost what `docker --version` costs, not a TypeScript load of the tree.
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`${version}\n`);
+  process.exit(0);
 }
 
 registerHooks({

@@ -1,14 +1,34 @@
 import { Command, CommanderError } from 'commander';
-import { compileCommand } from './commands/compile.ts';
-import { execCommand } from './commands/exec.ts';
-import { startCommand } from './commands/start.ts';
-import { validateCommand } from './commands/validate.ts';
 import { CommandError, EXIT } from './exit-codes.ts';
 import type { Io } from './io.ts';
 import { VERSION } from './version.ts';
 
-/** Builds the `berth` program; `io` receives its output and exit status. */
-export function createProgram(io: Io): Command {
+/** Adds one command to the program. */
+type Register = (program: Command, io: Io) => void;
+
+/**
+ * The commands, each loaded only when it runs (or when help lists them all): `start` pulls in
+ * the daemon's HTTP server and Redis client, `exec` the executor and the runtimes, and none of
+ * that should cost `berth validate` its start-up time.
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  exec: async () => (await import('./commands/exec.ts')).execCommand,
+  validate: async () => (await import('./commands/validate.ts')).validateCommand,
+  compile: async () => (await import('./commands/compile.ts')).compileCommand,
+  start: async () => (await import('./commands/start.ts')).startCommand,
+};
+
+/** The command a command line names: its first argument, when that is a known command. */
+function commandNamed(argv: readonly string[]): string | undefined {
+  const first = argv[2];
+  return first !== undefined && Object.hasOwn(COMMANDS, first) ? first : undefined;
+}
+
+/**
+ * Builds the `berth` program; `io` receives its output and exit status. With `argv`, only the
+ * command it names is loaded (all of them when it names none, for help and error messages).
+ */
+export async function createProgram(io: Io, argv?: readonly string[]): Promise<Command> {
   const program = new Command('berth')
     .description('Berth: a CI build worker for Vela pipelines, on Docker or Kubernetes.')
     .version(VERSION, '-V, --version')
@@ -30,10 +50,8 @@ Examples:
   berth validate .vela.yml
   berth compile .vela.yml > executable.json`,
     );
-  execCommand(program, io);
-  validateCommand(program, io);
-  compileCommand(program, io);
-  startCommand(program, io);
+  const named = argv && commandNamed(argv);
+  for (const name of named ? [named] : Object.keys(COMMANDS)) (await COMMANDS[name]!())(program, io);
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ writeOut: (t) => io.stdout.write(t), writeErr: (t) => io.stderr.write(t) }).showHelpAfterError(`(run berth ${command.name()} --help for usage)`);
   }
@@ -45,8 +63,8 @@ Examples:
  * configuration errors print one message (never a stack trace) and return 2.
  */
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
-  const program = createProgram(io);
   try {
+    const program = await createProgram(io, argv);
     await program.parseAsync([...argv]);
     return io.exitCode;
   } catch (error) {
