@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `berth` command. Runs the worker from its TypeScript source on Node 24: workspace
-// packages resolve through the "@berth/source" export condition, added here by a resolve hook.
-import { readFileSync } from 'node:fs';
+// The `berth` command. Runs the worker from its TypeScript source on Node 24. In the repository,
+// workspace packages resolve from their sources too, through the "@berth/source" export
+// condition added here by a resolve hook; installed (the worker image), they run from dist/.
+import { existsSync, readFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const [major] = process.versions.node.split('.').map(Number);
@@ -22,7 +23,8 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.exit(0);
 }
 
-registerHooks({
+const inWorkspace = existsSync(new URL('../../../pnpm-workspace.yaml', import.meta.url));
+if (inWorkspace) registerHooks({
   resolve(specifier, context, nextResolve) {
     return nextResolve(specifier, { ...context, conditions: [...context.conditions, '@berth/source'] });
   },

@@ -14,6 +14,7 @@ interface Container {
   livenessProbe: { httpGet: { path: string } };
   env: Array<{ name: string; value?: string; valueFrom?: unknown }>;
   ports: Array<{ containerPort: number }>;
+  volumeMounts: Array<{ name: string; mountPath: string }>;
 }
 interface Doc {
   kind: string;
@@ -21,7 +22,11 @@ interface Doc {
   rules?: unknown[];
   roleRef?: unknown;
   subjects?: unknown[];
-  spec: { template: { spec: { serviceAccountName: string; subdomain: string; terminationGracePeriodSeconds: number; containers: Container[] } } };
+  spec: {
+    serviceName?: string;
+    template: { spec: { serviceAccountName: string; terminationGracePeriodSeconds: number; containers: Container[]; volumes?: Array<{ name: string }> } };
+    volumeClaimTemplates?: Array<{ metadata: { name: string } }>;
+  };
 }
 const docs = (file: string): Doc[] =>
   parseAllDocuments(readFileSync(path.join(DEPLOY, 'kubernetes', file), 'utf8')).map((d) => {
@@ -33,7 +38,7 @@ const KNOWN_ENV = new Set([...Object.values(SETTINGS).flatMap((s) => s.env), 'BE
 
 describe('deploy/kubernetes', () => {
   const rbac = docs('rbac.yaml');
-  const deployment = docs('deployment.yaml');
+  const deployment = docs('statefulset.yaml');
 
   it('the Role grants exactly pods get/list/watch/create/patch/delete, pods/log get, events list/watch, in one namespace', () => {
     const role = rbac.find((d) => d.kind === 'Role')!;
@@ -50,8 +55,8 @@ describe('deploy/kubernetes', () => {
     expect(rbac.find((d) => d.kind === 'ServiceAccount')?.metadata.name).toBe('berth-worker');
   });
 
-  it('the Deployment runs `berth start` with a valid configuration, probes, and a grace period longer than the drain', () => {
-    const dep = deployment.find((d) => d.kind === 'Deployment')!;
+  it('the StatefulSet runs `berth start` with a valid configuration, probes, and a grace period longer than the drain', () => {
+    const dep = deployment.find((d) => d.kind === 'StatefulSet')!;
     const pod = dep.spec.template.spec;
     expect(pod.serviceAccountName).toBe('berth-worker');
     const c = pod.containers[0]!;
@@ -69,7 +74,20 @@ describe('deploy/kubernetes', () => {
     expect(config.worker.hostname).toBe('berth-worker-abc12.berth-worker.vela.svc');
     expect(config.worker.port).toBe(c.ports[0]?.containerPort);
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(extras.drainGraceMs + extras.stopGraceMs);
-    expect(pod.subdomain).toBe(deployment.find((d) => d.kind === 'Service')?.metadata.name);
+    expect(dep.spec.serviceName).toBe(deployment.find((d) => d.kind === 'Service')?.metadata.name);
+  });
+
+  it('keeps the worker id and its state across pod restarts: stable pod names and a claimed state volume', () => {
+    const set = deployment.find((d) => d.kind === 'StatefulSet')!;
+    const c = set.spec.template.spec.containers[0]!;
+    const stateDir = c.env.find((e) => e.name === 'BERTH_STATE_DIR')?.value;
+    const mount = c.volumeMounts.find((m) => m.mountPath === stateDir);
+    expect(mount, 'BERTH_STATE_DIR is a mounted volume').toBeDefined();
+    // A claim template, not an emptyDir: the volume outlives the pod.
+    expect(set.spec.volumeClaimTemplates?.map((t) => t.metadata.name)).toContain(mount!.name);
+    expect(set.spec.template.spec.volumes?.some((v) => v.name === mount!.name)).toBe(false);
+    // The id is the pod's stable name under the headless service.
+    expect(c.env.find((e) => e.name === 'VELA_WORKER_ADDR')?.value).toContain('$(POD_NAME).berth-worker.');
   });
 });
 
