@@ -289,7 +289,7 @@ export class Executor {
     this.#reporter = options.reporter ?? nullReporter;
     this.#timeoutMs = options.timeoutMs ?? 30 * 60_000;
     this.#host = options.host ?? hostname();
-    this.#log = options.logger ?? {};
+    this.#log = maskedLogger(options.logger ?? {}, (text) => this.#mask(text));
 
     const initStep = this.build.steps.find((s) => s.name === INIT_NAME) ?? this.build.stages.find((s) => s.name === INIT_NAME)?.steps[0];
     this.#init = new ContainerRun('init', initStep ?? emptyContainer({ id: `${this.build.id}_init`, name: INIT_NAME, image: INIT_IMAGE }));
@@ -816,7 +816,7 @@ export class Executor {
         await this.#reportStep(run);
       }
       if (interruption !== undefined && ctx !== undefined) throw errOf(ctx);
-      throw new ExecutorError(phase, `${run.kind} "${run.container.name}"`, this.#mask(describeRuntimeError(error)), { cause: error });
+      throw this.#executorError(phase, `${run.kind} "${run.container.name}"`, error);
     }
   }
 
@@ -883,7 +883,7 @@ export class Executor {
       else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
       return;
     }
-    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : new ExecutorError(phase, '', describeRuntimeError(error)).message);
+    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : this.#executorError(phase, '', error).message);
   }
 
   async #failInit(): Promise<void> {
@@ -951,16 +951,24 @@ export class Executor {
 
   /** Every value masked in this container's log: the build's secrets and the container's credentials. */
   #secretsFor(run: ContainerRun): string[] {
-    const values = this.#secretValues();
-    for (const name of CREDENTIAL_ENV) {
-      const value = run.container.environment[name];
-      if (value !== undefined && value !== '') values.push(value);
-    }
-    return values;
+    return [...this.#secretValues(), ...credentialsOf(run.container)];
   }
 
+  /**
+   * `text` (an error or a message the executor builds) with every form of every secret loaded so
+   * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
+   */
   #mask(text: string): string {
-    return this.#secrets.size === 0 ? text : maskText(text, this.#secretValues());
+    const values = this.#secretValues();
+    for (const run of [this.#init, ...this.#runs.values()]) values.push(...credentialsOf(run.container));
+    return values.length === 0 ? text : maskText(text, values);
+  }
+
+  /** An ExecutorError for a failure: masked, and without a cause when the cause quotes a secret. */
+  #executorError(phase: Phase, subject: string, error: unknown): ExecutorError {
+    const detail = describeRuntimeError(error);
+    const masked = this.#mask(detail);
+    return new ExecutorError(phase, subject, masked, masked === detail ? { cause: error } : undefined);
   }
 
   #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
@@ -1122,6 +1130,25 @@ export class Executor {
       this.#log.warn?.(`reporter buildStatus: ${messageOf(error)}`);
     }
   }
+}
+
+/** The values of the container's credential variables (CREDENTIAL_ENV) that are set. */
+function credentialsOf(container: Container): string[] {
+  const values: string[] = [];
+  for (const name of CREDENTIAL_ENV) {
+    const value = container.environment[name];
+    if (value !== undefined && value !== '') values.push(value);
+  }
+  return values;
+}
+
+/** `logger` with every message masked by `mask` first. */
+function maskedLogger(logger: ExecutorLogger, mask: (text: string) => string): ExecutorLogger {
+  const out: ExecutorLogger = {};
+  for (const level of ['debug', 'info', 'warn'] as const) {
+    if (logger[level] !== undefined) out[level] = (message) => logger[level]?.(mask(message));
+  }
+  return out;
 }
 
 /** A runtime failure in words: the RuntimeError's message names runtime, operation and subject. */

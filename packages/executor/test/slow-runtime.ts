@@ -28,3 +28,19 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
     },
   });
 }
+
+/**
+ * Wraps `runtime` so that `method` rejects with `error()` for the containers (or builds) whose
+ * name `when` accepts; other calls go through.
+ */
+export function failing(runtime: Runtime, method: RuntimeMethod, error: () => Error, when: (subject: { name?: string; id?: string }) => boolean = () => true): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (prop !== method) return fn.bind(target);
+      return (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) => (when(subject) ? Promise.reject(error()) : fn.call(target, ctx, subject, ...args));
+    },
+  });
+}
