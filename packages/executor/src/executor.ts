@@ -344,13 +344,14 @@ export class Executor {
   /**
    * Cancels the build: the build ctx is cancelled (exec stops at once, streams after their grace),
    * running steps end `canceled` with exit code 137, steps not reached end `canceled`, and the
-   * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over.
+   * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over
+   * (its contexts ended: exec returned) or destroying began.
    *
    * Gotcha: it cancels through the contexts made by {@link contexts} (runBuild makes them); an
    * executor driven with contexts of its own only records the cancel — cancel those yourself.
    */
   cancelBuild(cause?: unknown): void {
-    if (this.#destroyed || isFinal(this.#status)) return;
+    if (this.#destroyed || isFinal(this.#status) || this.#contexts?.released === true) return;
     this.#canceled = true;
     this.#cancelCause = cause;
     this.#contexts?.cancel(cause ?? new Error('build canceled'));
@@ -978,9 +979,14 @@ export class Executor {
     run.writer = new LogWriter(
       {
         append: (chunk) => {
-          const ctx = appendCtx();
-          // Once the stream ctx ended (a cancel, after its grace) the rest of the log is dropped.
-          if (ctx.signal.aborted) return Promise.resolve();
+          let ctx = appendCtx();
+          if (ctx.signal.aborted) {
+            // Once the stream ctx ended (its grace is over) nothing more is read; what was read
+            // before (the last batch, the masker's held-back bytes, the cap's tail) is still
+            // delivered as the log is closed. Anything else is dropped.
+            if (run.writer?.closed !== true) return Promise.resolve();
+            ctx = this.#reportCtx;
+          }
           return this.#reporter.appendLog(ctx, target, chunk).catch((error: unknown) => {
             this.#log.warn?.(`reporter appendLog ${target.name}: ${messageOf(error)}`);
           });
