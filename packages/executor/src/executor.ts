@@ -289,7 +289,7 @@ export class Executor {
     this.#reporter = options.reporter ?? nullReporter;
     this.#timeoutMs = options.timeoutMs ?? 30 * 60_000;
     this.#host = options.host ?? hostname();
-    this.#log = options.logger ?? {};
+    this.#log = maskedLogger(options.logger ?? {}, (text) => this.#mask(text));
 
     const initStep = this.build.steps.find((s) => s.name === INIT_NAME) ?? this.build.stages.find((s) => s.name === INIT_NAME)?.steps[0];
     this.#init = new ContainerRun('init', initStep ?? emptyContainer({ id: `${this.build.id}_init`, name: INIT_NAME, image: INIT_IMAGE }));
@@ -344,13 +344,14 @@ export class Executor {
   /**
    * Cancels the build: the build ctx is cancelled (exec stops at once, streams after their grace),
    * running steps end `canceled` with exit code 137, steps not reached end `canceled`, and the
-   * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over.
+   * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over
+   * (its contexts ended: exec returned) or destroying began.
    *
    * Gotcha: it cancels through the contexts made by {@link contexts} (runBuild makes them); an
    * executor driven with contexts of its own only records the cancel — cancel those yourself.
    */
   cancelBuild(cause?: unknown): void {
-    if (this.#destroyed || isFinal(this.#status)) return;
+    if (this.#destroyed || isFinal(this.#status) || this.#contexts?.released === true) return;
     this.#canceled = true;
     this.#cancelCause = cause;
     this.#contexts?.cancel(cause ?? new Error('build canceled'));
@@ -816,7 +817,7 @@ export class Executor {
         await this.#reportStep(run);
       }
       if (interruption !== undefined && ctx !== undefined) throw errOf(ctx);
-      throw new ExecutorError(phase, `${run.kind} "${run.container.name}"`, this.#mask(describeRuntimeError(error)), { cause: error });
+      throw this.#executorError(phase, `${run.kind} "${run.container.name}"`, error);
     }
   }
 
@@ -883,7 +884,7 @@ export class Executor {
       else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
       return;
     }
-    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : new ExecutorError(phase, '', describeRuntimeError(error)).message);
+    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : this.#executorError(phase, '', error).message);
   }
 
   async #failInit(): Promise<void> {
@@ -951,16 +952,24 @@ export class Executor {
 
   /** Every value masked in this container's log: the build's secrets and the container's credentials. */
   #secretsFor(run: ContainerRun): string[] {
-    const values = this.#secretValues();
-    for (const name of CREDENTIAL_ENV) {
-      const value = run.container.environment[name];
-      if (value !== undefined && value !== '') values.push(value);
-    }
-    return values;
+    return [...this.#secretValues(), ...credentialsOf(run.container)];
   }
 
+  /**
+   * `text` (an error or a message the executor builds) with every form of every secret loaded so
+   * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
+   */
   #mask(text: string): string {
-    return this.#secrets.size === 0 ? text : maskText(text, this.#secretValues());
+    const values = this.#secretValues();
+    for (const run of [this.#init, ...this.#runs.values()]) values.push(...credentialsOf(run.container));
+    return values.length === 0 ? text : maskText(text, values);
+  }
+
+  /** An ExecutorError for a failure: masked, and without a cause when the cause quotes a secret. */
+  #executorError(phase: Phase, subject: string, error: unknown): ExecutorError {
+    const detail = describeRuntimeError(error);
+    const masked = this.#mask(detail);
+    return new ExecutorError(phase, subject, masked, masked === detail ? { cause: error } : undefined);
   }
 
   #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
@@ -970,9 +979,14 @@ export class Executor {
     run.writer = new LogWriter(
       {
         append: (chunk) => {
-          const ctx = appendCtx();
-          // Once the stream ctx ended (a cancel, after its grace) the rest of the log is dropped.
-          if (ctx.signal.aborted) return Promise.resolve();
+          let ctx = appendCtx();
+          if (ctx.signal.aborted) {
+            // Once the stream ctx ended (its grace is over) nothing more is read; what was read
+            // before (the last batch, the masker's held-back bytes, the cap's tail) is still
+            // delivered as the log is closed. Anything else is dropped.
+            if (run.writer?.closed !== true) return Promise.resolve();
+            ctx = this.#reportCtx;
+          }
           return this.#reporter.appendLog(ctx, target, chunk).catch((error: unknown) => {
             this.#log.warn?.(`reporter appendLog ${target.name}: ${messageOf(error)}`);
           });
@@ -1122,6 +1136,25 @@ export class Executor {
       this.#log.warn?.(`reporter buildStatus: ${messageOf(error)}`);
     }
   }
+}
+
+/** The values of the container's credential variables (CREDENTIAL_ENV) that are set. */
+function credentialsOf(container: Container): string[] {
+  const values: string[] = [];
+  for (const name of CREDENTIAL_ENV) {
+    const value = container.environment[name];
+    if (value !== undefined && value !== '') values.push(value);
+  }
+  return values;
+}
+
+/** `logger` with every message masked by `mask` first. */
+function maskedLogger(logger: ExecutorLogger, mask: (text: string) => string): ExecutorLogger {
+  const out: ExecutorLogger = {};
+  for (const level of ['debug', 'info', 'warn'] as const) {
+    if (logger[level] !== undefined) out[level] = (message) => logger[level]?.(mask(message));
+  }
+  return out;
 }
 
 /** A runtime failure in words: the RuntimeError's message names runtime, operation and subject. */

@@ -28,9 +28,10 @@ export interface BuildResult {
  * `executor.cancelBuild()` cancels the build); create, plan, assemble and exec under the exec ctx
  * (the build timeout); streamBuild under the stream ctx (the log-streaming grace after a cancel);
  * destroyBuild under the destroy ctx (not cancelled with the build, bounded by the cleanup limit).
- * Streams of containers that ended are drained before the destroy ctx starts; services are stopped
- * by destroyBuild, which ends their streams, so a service that keeps logging does not hold the
- * build up.
+ * When exec returns (success, failure, timeout or cancel) the build ctx ends, so log streams get
+ * the log-streaming grace from then on and no longer: streams of containers that ended are
+ * drained within it before destroy starts; services are stopped by destroyBuild, which ends their
+ * streams, so a service that keeps logging does not hold the build up.
  */
 export async function runBuild(ctx: Context, options: RunBuildOptions): Promise<BuildResult> {
   const executor = new Executor(options);
@@ -46,9 +47,12 @@ export async function runBuild(ctx: Context, options: RunBuildOptions): Promise<
     } catch (error) {
       options.logger?.debug?.(`build ${executor.build.id} stopped: ${messageOf(error)}`);
     }
+    // The build's containers are done: as go-vela/worker cancels the build ctx when ExecBuild
+    // returns (cmd/vela-worker/exec.go), the log-streaming grace starts now, in every path, so a
+    // log stream that never ends is cut one grace later (executor/linux/build.go, StreamBuild).
+    contexts.end();
     await executor.waitForStreams(contexts.stream);
     await executor.destroyBuild(contexts.destroy());
-    contexts.end();
     await streaming;
   } finally {
     contexts.release();

@@ -4,6 +4,8 @@ import { Executor } from '../src/executor.ts';
 import { RuntimeEventRouter } from '../src/events.ts';
 import { runBuild } from '../src/run-build.ts';
 import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
+import { failing } from './slow-runtime.ts';
+import { RuntimeError } from '@berth/runtime';
 
 const sh = (script: string) => ({ entrypoint: ['sh', '-c'], commands: [script] });
 
@@ -307,6 +309,74 @@ describe('secrets and logs', () => {
     expect(reporter.log('init')).toContain('secret <lazy> lazy loaded');
     expect(reporter.log('init')).not.toContain('hunter2');
     expect(loaded.sort()).toEqual(['cert', 'lazy', 'token']);
+  });
+
+  // Issue #13 item 1: every form of a multi-line secret (go-vela/worker executor/linux/step.go
+  // getSecretValues masks newline→space; GitHub Actions masks each line).
+  const CERT = 'line-one\nline-two\n';
+  const NETRC = 'netrc-pass-9431';
+  const forms = ['line-one', 'line-two', NETRC, 'netrc-pass'];
+
+  it('masks every form of a multi-line secret in a step log: echo unquoted, each line, CRLF, JSON-escaped', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      secrets: [secret('cert', CERT)],
+      steps: [
+        ctn('show', {
+          commands: ['echo unquoted=$CERT', "echo 'commas=line-one,line-two'", "printf 'crlf=line-one\\r\\nline-two\\r\\n'", `echo '{"cert":"line-one\\nline-two\\n"}'`, 'cat $HOME/.netrc'],
+          secrets: [{ source: 'cert', target: 'CERT' }],
+        }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, environment: () => ({ VELA_NETRC_PASSWORD: NETRC }) });
+    expect(result.status).toBe('success');
+    const log = reporter.log('show');
+    expect(log).toContain('unquoted=***\n');
+    expect(log).toContain('commas=***,***\n');
+    expect(log).toContain('crlf=***');
+    expect(log).toContain('{"cert":"***"}');
+    // The build script writes the netrc file (and unsets the variable), as Vela's does.
+    expect(log).toContain('password ***');
+    for (const form of forms) expect(log).not.toContain(form);
+  });
+
+  it('masks secrets and credentials in the error messages it builds and in the init log (a failing setup quotes them)', async () => {
+    const { runtime: base } = await dummy();
+    // The engine's error quotes a line of the secret and the netrc password: a mount or a login gone wrong.
+    const runtime = failing(base, 'setupContainer', () => new RuntimeError('InvalidConfig', `bad mount line-one line-two, login ${NETRC}`, { runtime: 'dummy', operation: 'setupContainer' }));
+    const reporter = new RecordingReporter();
+    const warnings: string[] = [];
+    let thrown: unknown;
+    const build = makeBuild({ secrets: [secret('cert', CERT)], steps: [ctn('one', { commands: ['true'], secrets: [{ source: 'cert', target: 'CERT' }] })] });
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      environment: () => ({ VELA_NETRC_PASSWORD: NETRC }),
+      logger: { warn: (m) => warnings.push(m), debug: (m) => warnings.push(m) },
+      onStart: (executor) => {
+        // The error assembleBuild rejects with, as a caller driving the lifecycle sees it.
+        const assemble = executor.assembleBuild.bind(executor);
+        executor.assembleBuild = (ctx) => assemble(ctx).catch((error: unknown) => { thrown = error; throw error; });
+      },
+    });
+    expect(result.status).toBe('error');
+    const texts = [
+      result.build.error ?? '',
+      ...result.steps.map((s) => s.error ?? ''),
+      ...reporter.steps.map((s) => s.error ?? ''),
+      ...reporter.builds.map((b) => b.error ?? ''),
+      reporter.log('init'),
+      ...warnings,
+      String(thrown),
+      thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : '',
+    ];
+    // The messages are there, masked.
+    expect(result.build.error).toContain('bad mount ***, login ***');
+    expect(reporter.log('init')).toMatch(/> \[berth\] assemble step "one": .*bad mount \*\*\*, login \*\*\*\n/);
+    expect(reporter.last('one')?.error).toContain('bad mount ***');
+    for (const form of forms) for (const text of texts) expect(text).not.toContain(form);
   });
 
   it('substitutes ${NAME} with secrets that allow it, sets the others after substitution, and withholds restricted ones with a note', async () => {

@@ -1,4 +1,6 @@
 import { type Context, errOf, sleep } from '@berth/context';
+import { PassThrough } from 'node:stream';
+import type { Container } from '@berth/pipeline';
 import { type Runtime, RuntimeError } from '@berth/runtime';
 
 /** The runtime methods a test can slow down. */
@@ -24,6 +26,56 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
           throw new RuntimeError(err.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled', 'the context ended', { runtime: target.name, operation: String(prop), cause: err });
         }
         return fn.call(target, ctx, ...args);
+      };
+    },
+  });
+}
+
+/**
+ * Wraps `runtime` so that `method` rejects with `error()` for the containers (or builds) whose
+ * name `when` accepts; other calls go through.
+ */
+export function failing(runtime: Runtime, method: RuntimeMethod, error: () => Error, when: (subject: { name?: string; id?: string }) => boolean = () => true): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (prop !== method) return fn.bind(target);
+      return (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) => (when(subject) ? Promise.reject(error()) : fn.call(target, ctx, subject, ...args));
+    },
+  });
+}
+
+/** What {@link stuckStreams} saw: when each container's stream was cut, by name. */
+export interface StreamEvents {
+  /** Milliseconds (performance.now()) at which the executor destroyed the stream, by container name. */
+  readonly cut: Map<string, number>;
+}
+
+/**
+ * Wraps `runtime` so that the log streams of the containers `when` accepts pass the log on but
+ * never end, even after the container did: a log stream that hangs (a stuck engine connection).
+ * Only the reader destroying it ends it; `events.cut` records when.
+ */
+export function stuckStreams(runtime: Runtime, events: StreamEvents, when: (container: { name: string }) => boolean = () => true): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (prop !== 'tailContainer') return fn.bind(target);
+      return async (ctx: Context, container: Container) => {
+        const source = await runtime.tailContainer(ctx, container);
+        if (!when(container)) return source;
+        const stuck = new PassThrough();
+        source.on('data', (chunk: Buffer) => stuck.write(chunk));
+        source.on('error', () => undefined);
+        stuck.on('close', () => {
+          events.cut.set(container.name, performance.now());
+          source.destroy();
+        });
+        return stuck;
       };
     },
   });

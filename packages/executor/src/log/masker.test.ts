@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { int, pick, prng } from '../../test/prng.ts';
-import { maskText, SecretMasker } from './masker.ts';
+import { maskText, MIN_LINE_LENGTH, SecretMasker, secretForms } from './masker.ts';
 
 function maskInChunks(text: string, secrets: string[], cuts: number[]): string {
   const bytes = Buffer.from(text, 'utf8');
@@ -117,5 +117,75 @@ describe('SecretMasker', () => {
     expect(leaks).toBe(0);
     // The cases did exercise masking.
     expect(masked).toBeGreaterThan(5000);
+  });
+});
+
+describe('forms of a secret (issue #13 item 1)', () => {
+  // A certificate-like value with a trailing newline, as a secret read from a file has.
+  const CERT = 'line-one\nline-two\n';
+
+  it('lists the raw, trimmed, newline-to-space (go-vela getSecretValues), CRLF, JSON-escaped forms and every line', () => {
+    const forms = secretForms(CERT);
+    for (const form of [
+      'line-one\nline-two\n', // raw
+      'line-one\nline-two', // trailing newline trimmed
+      'line-one line-two', // go-vela/worker executor/linux/step.go getSecretValues
+      'line-one\r\nline-two\r\n', // CRLF
+      'line-one\r\nline-two',
+      'line-one\\nline-two\\n', // JSON-escaped: `\n` as two characters
+      'line-one\\nline-two',
+      'line-one\\r\\nline-two',
+      'line-one', // each line on its own
+      'line-two',
+    ]) {
+      expect(forms).toContain(form);
+    }
+    expect(forms).not.toContain('');
+  });
+
+  it('does not mask lines shorter than MIN_LINE_LENGTH on their own, only as part of the value', () => {
+    expect(MIN_LINE_LENGTH).toBe(4);
+    const forms = secretForms('-----BEGIN-----\n}\nabc\nabcd\n');
+    expect(forms).not.toContain('}');
+    expect(forms).not.toContain('abc');
+    expect(forms).toContain('abcd');
+    expect(maskText('a } abc here', ['-----BEGIN-----\n}\nabc\nabcd\n'])).toBe('a } abc here');
+  });
+
+  it('masks what the steps of the issue print: echo unquoted, tr to commas, CRLF, JSON', () => {
+    const log = [
+      'unquoted=line-one line-two', // echo unquoted=$CERT
+      'line-one,line-two', // printf '%s' "$CERT" | tr '\n' ,
+      'crlf=line-one\r\nline-two\r\n',
+      '{"cert":"line-one\\nline-two\\n"}',
+      'raw=line-one\nline-two\n',
+      '',
+    ].join('\n');
+    const masked = maskText(log, [CERT]);
+    expect(masked).toBe(['unquoted=***', '***,***', 'crlf=***', '{"cert":"***"}', 'raw=***', ''].join('\n'));
+    expect(masked).not.toMatch(/line-(one|two)/);
+  });
+
+  it('each form is masked when the log is cut at any byte (the masker holds back the longest form minus one)', () => {
+    const masker = new SecretMasker([CERT]);
+    const longest = Math.max(...secretForms(CERT).map((f) => Buffer.byteLength(f)));
+    expect(masker.maxSecretLength).toBe(longest);
+    for (const form of secretForms(CERT)) {
+      const text = `>> ${form} <<\n`;
+      const expected = maskText(text, [CERT]);
+      expect(expected).not.toContain(form);
+      const bytes = Buffer.byteLength(text);
+      for (let cut = 1; cut < bytes; cut++) {
+        expect(maskInChunks(text, [CERT], [cut, 1, 2])).toBe(expected);
+        expect(maskInChunks(text, [CERT], Array.from({ length: bytes }, () => cut))).toBe(expected);
+      }
+    }
+  });
+
+  it('a value added later brings its forms along', () => {
+    const masker = new SecretMasker();
+    masker.add(CERT);
+    const out = Buffer.concat([masker.write(Buffer.from('x line-one line-two y\n')), masker.end()]).toString();
+    expect(out).toBe('x *** y\n');
   });
 });

@@ -1,6 +1,7 @@
 /**
- * Secret masking on a byte stream: every occurrence of a secret value becomes `***`, also when
- * the value is split across chunks or spans lines.
+ * Secret masking on a byte stream: every occurrence of a secret value — in each of the forms a
+ * step can print it ({@link secretForms}) — becomes `***`, also when it is split across chunks or
+ * spans lines.
  */
 
 /** What a secret value is replaced with. */
@@ -12,11 +13,56 @@ function toBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
 
-/** Secret values as UTF-8 bytes: unique, non-empty, longest first. */
-function prepare(secrets: Iterable<string>): Buffer[] {
-  const unique = new Set<string>();
-  for (const s of secrets) if (s !== '') unique.add(s);
-  return [...unique].map((s) => Buffer.from(s, 'utf8')).sort((a, b) => b.length - a.length);
+/**
+ * Lines of a multi-line secret shorter than this (in characters) are not masked on their own:
+ * a line such as `}` or `--` would mask half the log. They are still masked as part of the whole
+ * value in every form.
+ */
+export const MIN_LINE_LENGTH = 4;
+
+/**
+ * Every form in which a step may print the secret `value`, each to be masked on its own:
+ * - the raw value, and the value without its trailing newlines;
+ * - newline → space, trailing space trimmed: the form `echo $SECRET` prints, which go-vela/worker
+ *   masks (`executor/linux/step.go`, getSecretValues);
+ * - the value with LF and with CRLF line ends;
+ * - the JSON-escaped form (`\n` as two characters, `\"`, `\\`), as a JSON log line carries it;
+ * - every line of a multi-line value on its own, as GitHub Actions masks them (`printf '%s' "$CERT"
+ *   | tr '\n' ,`), except lines shorter than {@link MIN_LINE_LENGTH} characters.
+ *
+ * Empty forms are left out; `[]` for an empty value.
+ */
+export function secretForms(value: string): string[] {
+  const forms = new Set<string>();
+  if (value === '') return [];
+  const trimmed = value.replace(/(?:\r?\n)+$/, '');
+  for (const base of [value, trimmed]) {
+    const lf = base.replace(/\r\n/g, '\n');
+    for (const form of [base, lf, lf.replace(/\n/g, '\r\n')]) {
+      forms.add(form);
+      forms.add(JSON.stringify(form).slice(1, -1));
+    }
+    // go-vela/worker getSecretValues: strings.ReplaceAll(s, "\n", " "), then TrimSuffix(" ").
+    const spaced = lf.replace(/\n/g, ' ');
+    forms.add(spaced.endsWith(' ') ? spaced.slice(0, -1) : spaced);
+  }
+  if (/[\r\n]/.test(trimmed)) {
+    for (const line of trimmed.split(/\r?\n/)) if (line.length >= MIN_LINE_LENGTH) forms.add(line);
+  }
+  forms.delete('');
+  return [...forms];
+}
+
+/** Every form of every secret value: unique, non-empty. */
+function allForms(secrets: Iterable<string>): Set<string> {
+  const forms = new Set<string>();
+  for (const secret of secrets) for (const form of secretForms(secret)) forms.add(form);
+  return forms;
+}
+
+/** Strings as UTF-8 bytes, longest first. */
+function prepare(forms: Iterable<string>): Buffer[] {
+  return [...forms].map((s) => Buffer.from(s, 'utf8')).sort((a, b) => b.length - a.length);
 }
 
 function escapeRegExp(text: string): string {
@@ -24,14 +70,15 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * Masks `text` at once: the reference the streaming {@link SecretMasker} matches byte for byte.
+ * Masks every form ({@link secretForms}) of the secrets in `text` at once: the reference the
+ * streaming {@link SecretMasker} matches byte for byte.
  *
  * Matching is leftmost-longest and does not overlap, as a regular expression alternation of the
  * secrets sorted longest first: of two secrets where one is a prefix of the other, the longer one
  * is masked whole; of two overlapping occurrences, the one that starts first wins.
  */
 export function maskText(text: string, secrets: Iterable<string>): string {
-  const values = [...new Set([...secrets].filter((s) => s !== ''))].sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
+  const values = [...allForms(secrets)].sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   if (values.length === 0) return text;
   return text.replace(new RegExp(values.map(escapeRegExp).join('|'), 'g'), MASK);
 }
@@ -39,8 +86,9 @@ export function maskText(text: string, secrets: Iterable<string>): string {
 /**
  * Masks secret values in a stream of bytes cut anywhere (mid-line, mid-character, mid-secret).
  *
- * `write` returns the bytes that are safe to pass on and holds back at most `maxSecretLength - 1`
- * bytes that may be the start of a secret; `end` returns the rest. Working on bytes keeps
+ * Every form of each secret ({@link secretForms}) is masked. `write` returns the bytes that are
+ * safe to pass on and holds back at most `maxSecretLength - 1` bytes (the longest form's length
+ * minus one) that may be the start of a form; `end` returns the rest. Working on bytes keeps
  * multi-byte UTF-8 characters whole: a secret's bytes only ever match on character boundaries of
  * valid UTF-8, and bytes held back are passed on unchanged later. The output equals
  * {@link maskText} of the whole input.
@@ -48,6 +96,8 @@ export function maskText(text: string, secrets: Iterable<string>): string {
  * Gotcha: `add` takes effect for bytes not passed on yet; bytes already returned are not revisited.
  */
 export class SecretMasker {
+  readonly #values = new Set<string>();
+  #forms = new Set<string>();
   #secrets: Buffer[];
   #max = 0;
   #firstBytes = new Uint8Array(256);
@@ -59,7 +109,7 @@ export class SecretMasker {
     this.add(...secrets);
   }
 
-  /** The longest secret, in bytes (0 with no secrets). */
+  /** The longest form of a secret, in bytes (0 with no secrets). */
   get maxSecretLength(): number {
     return this.#max;
   }
@@ -69,10 +119,15 @@ export class SecretMasker {
     return this.#carry.length;
   }
 
-  /** Masks these values too from now on. Empty values are ignored. */
+  /** Masks these values (in every form) too from now on. Empty and known values are ignored. */
   add(...secrets: string[]): void {
-    const known = new Set(this.#secrets.map((b) => b.toString('utf8')));
-    const next = prepare([...known, ...secrets]);
+    const fresh = secrets.filter((s) => s !== '' && !this.#values.has(s));
+    if (fresh.length === 0) return;
+    for (const s of fresh) {
+      this.#values.add(s);
+      for (const form of secretForms(s)) this.#forms.add(form);
+    }
+    const next = prepare(this.#forms);
     this.#secrets = next;
     this.#max = next[0]?.length ?? 0;
     this.#firstBytes = new Uint8Array(256);
