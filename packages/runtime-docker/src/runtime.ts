@@ -94,6 +94,11 @@ export class DockerRuntime implements Runtime {
   /** Builds whose network / volume this runtime created: containers join or mount only those. */
   readonly #networks = new Set<string>();
   readonly #volumes = new Set<string>();
+  /**
+   * Create requests still in the engine, per build id. A removal waits for them: the engine
+   * finishes a create whose caller gave up, and a removal that ran first would leave it behind.
+   */
+  readonly #creating = new Map<string, Set<Promise<void>>>();
   #closed = false;
 
   constructor(connection: EngineConnection, config: RuntimeConfig, allowlist: readonly AllowedVolume[], limits: ContainerLimits, stopGraceMs: number | undefined) {
@@ -133,6 +138,7 @@ export class DockerRuntime implements Runtime {
 
   async removeBuild(ctx: Context, build: Build): Promise<void> {
     const where = { operation: 'removeBuild', subject: build.id };
+    await this.#creationsSettled(ctx, build.id);
     const containers = await this.#call(ctx, where, (signal) =>
       this.#docker.listContainers({ all: true, filters: { label: this.#buildFilter(build.id) }, abortSignal: signal }),
     );
@@ -326,6 +332,7 @@ export class DockerRuntime implements Runtime {
     // SIGTERM, the grace, then SIGKILL: the engine's stop does exactly that. A container whose
     // exit we saw, or that this runtime never created, needs no stop.
     const record = this.#containers.get(container.id);
+    if (record) await this.#creationsSettled(ctx, record.buildId);
     const mayRun = !record || (record.created && !record.exited);
     let gone = false;
     if (mayRun) {
@@ -364,14 +371,12 @@ export class DockerRuntime implements Runtime {
 
   async createNetwork(ctx: Context, build: Build): Promise<void> {
     const where = { operation: 'createNetwork', subject: build.id };
-    await this.#call(ctx, where, (signal) =>
-      this.#docker.createNetwork({
-        Name: engineName(build.id),
-        Driver: 'bridge',
-        CheckDuplicate: true,
-        Labels: resourceLabels(this.#config.workerId, build.id),
-        abortSignal: signal,
-      }),
+    await this.#call(
+      ctx,
+      where,
+      this.#creation(build.id, () =>
+        this.#docker.createNetwork({ Name: engineName(build.id), Driver: 'bridge', CheckDuplicate: true, Labels: resourceLabels(this.#config.workerId, build.id) }),
+      ),
     );
     this.#networks.add(build.id);
   }
@@ -384,6 +389,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async removeNetwork(ctx: Context, build: Build): Promise<void> {
+    await this.#creationsSettled(ctx, build.id);
     await this.#removeNetworkNamed(ctx, { operation: 'removeNetwork', subject: build.id }, engineName(build.id));
     this.#networks.delete(build.id);
   }
@@ -392,9 +398,7 @@ export class DockerRuntime implements Runtime {
 
   async createVolume(ctx: Context, build: Build): Promise<void> {
     const where = { operation: 'createVolume', subject: build.id };
-    await this.#call(ctx, where, (signal) =>
-      this.#docker.createVolume({ Name: engineName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id), abortSignal: signal }),
-    );
+    await this.#call(ctx, where, this.#creation(build.id, () => this.#docker.createVolume({ Name: engineName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id) })));
     this.#volumes.add(build.id);
   }
 
@@ -409,6 +413,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async removeVolume(ctx: Context, build: Build): Promise<void> {
+    await this.#creationsSettled(ctx, build.id);
     await this.#removeVolumeNamed(ctx, { operation: 'removeVolume', subject: build.id }, engineName(build.id));
     this.#volumes.delete(build.id);
   }
@@ -449,6 +454,44 @@ export class DockerRuntime implements Runtime {
   }
 
   // ---- helpers -----------------------------------------------------------------------------
+
+  /**
+   * A create request that is not aborted with its caller's ctx: the caller still returns at once
+   * when its ctx ends (engineCall races it), but the request goes on until the engine answers, and
+   * the build's removals wait for that answer ({@link #creationsSettled}). An aborted create may
+   * still be carried out by the engine after the client gave up, and then nothing would remove it.
+   *
+   * Gotcha: the request's socket outlives a cancelled call until the engine answers (a create is
+   * short); the build's removal, bounded by its own ctx, is what waits for it.
+   */
+  #creation<T>(buildId: string, request: () => Promise<T>): () => Promise<T> {
+    return () => {
+      const work = request();
+      let pending = this.#creating.get(buildId);
+      if (!pending) {
+        pending = new Set();
+        this.#creating.set(buildId, pending);
+      }
+      const set = pending;
+      const settled: Promise<void> = work.then(
+        () => undefined,
+        () => undefined,
+      );
+      set.add(settled);
+      void settled.then(() => {
+        set.delete(settled);
+        if (set.size === 0 && this.#creating.get(buildId) === set) this.#creating.delete(buildId);
+      });
+      return work;
+    };
+  }
+
+  /** Waits until the build's create requests still in the engine were answered, or ctx ends. */
+  async #creationsSettled(ctx: Context, buildId: string): Promise<void> {
+    const pending = this.#creating.get(buildId);
+    if (!pending || pending.size === 0) return;
+    await Promise.race([Promise.all(pending), ctx.done()]);
+  }
 
   /** Removes a network by name or id; a missing one is not an error. */
   async #removeNetworkNamed(ctx: Context, where: Where, name: string): Promise<void> {
@@ -665,7 +708,8 @@ export class DockerRuntime implements Runtime {
     const body = record.body;
     if (!body) return;
     // Split query and body, or dockerode sends every option in the query string too (issues 144, 721).
-    await this.#call(ctx, where, (signal) => this.#docker.createContainer({ _query: { name: record.name }, _body: body, abortSignal: signal } as unknown as Docker.ContainerCreateOptions), {
+    const request = this.#creation(record.buildId, () => this.#docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions));
+    await this.#call(ctx, where, request, {
       404: 'ImageNotFound',
     }, (error) => {
       const status = statusOf(error);
