@@ -7,6 +7,7 @@ import { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NodeAgent, removeInstanceObjects } from './agent/node-agent.ts';
+import { defaultSpamFilter, type EventSpamFilter } from './agent/event-recorder.ts';
 import { faithfulKubelet, type PullBackoff } from './agent/pod-worker.ts';
 import { WatchHub } from './api/watch.ts';
 import { Counters } from './counters.ts';
@@ -47,6 +48,8 @@ export interface KubeSimOptions {
   statusRelistMs?: number;
   /** The kubelet's `serializeImagePulls`: one image pull at a time on the node. Default true. */
   serializeImagePulls?: boolean;
+  /** The event spam filter's token bucket per source + object; default client-go's `{ burst: 25, refillMs: 300000 }`. */
+  eventSpamFilter?: Partial<EventSpamFilter>;
   /**
    * Conveniences that a real kubelet does not offer, each off by default. Use them only to keep
    * a test about something else short; a client must cope with the faithful behaviour.
@@ -64,6 +67,8 @@ export interface LenientOptions {
   immediateStatus?: boolean;
   /** Report `status.image` as the spec's reference (fully qualified) instead of containerd's first tag of the image record. */
   specImageNames?: boolean;
+  /** Write every event (no spam filter); repeats are still aggregated. */
+  noEventSpamFilter?: boolean;
 }
 
 /** A running kube-sim. */
@@ -140,6 +145,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
       statusRelistMs: options.lenient?.immediateStatus ? 0 : Math.max(0, options.statusRelistMs ?? faithfulKubelet.statusRelistMs),
       specImageNames: options.lenient?.specImageNames ?? faithfulKubelet.specImageNames,
     },
+    eventSpamFilter: options.lenient?.noEventSpamFilter ? null : { ...defaultSpamFilter, ...options.eventSpamFilter },
   });
   let address = '127.0.0.1:0';
   const server = createApiServer(tls, {

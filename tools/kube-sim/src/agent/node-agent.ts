@@ -6,7 +6,7 @@ import { type Faults } from '../faults.ts';
 import { type Store, type StoreEvent } from '../store.ts';
 import { type Pod } from '../types.ts';
 import { instanceLabel } from './docker-spec.ts';
-import { EventRecorder } from './event-recorder.ts';
+import { EventRecorder, type EventSpamFilter } from './event-recorder.ts';
 import { ImagePuller } from './image-puller.ts';
 import { type KubeletBehaviour, PodWorker, type PullBackoff } from './pod-worker.ts';
 
@@ -20,6 +20,8 @@ export interface NodeAgentOptions {
   pauseImage: string;
   pullBackoff: PullBackoff;
   behaviour: KubeletBehaviour;
+  /** The kubelet's event spam filter, or null for none. */
+  eventSpamFilter: EventSpamFilter | null;
 }
 
 /** Schedules pods onto the one fake node and runs them. */
@@ -34,7 +36,7 @@ export class NodeAgent {
 
   constructor(options: NodeAgentOptions) {
     this.#options = options;
-    this.#recorder = new EventRecorder(options.store, options.nodeName);
+    this.#recorder = new EventRecorder(options.store, options.nodeName, options.eventSpamFilter);
     this.#puller = new ImagePuller(options.behaviour.serializeImagePulls);
   }
 
