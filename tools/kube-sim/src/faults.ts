@@ -24,6 +24,11 @@ export interface FaultSettings {
   imagePullFailures: Record<string, ImagePullFault>;
   /** Stall the node agent: new pods stay Pending and running pods do not progress. */
   stallNodeAgent: boolean;
+  /**
+   * Images (as written in the spec) that are not yet on the node although the engine has them:
+   * the first use pulls them, which takes this many milliseconds (pulls are serialised per node).
+   */
+  slowPulls: Record<string, number>;
 }
 
 /** An update: any subset of the settings, plus the one-shot `closeWatchesNow`. */
@@ -42,6 +47,7 @@ function defaults(): FaultSettings {
     logCutAfterBytes: null,
     imagePullFailures: {},
     stallNodeAgent: false,
+    slowPulls: {},
   };
 }
 
@@ -72,6 +78,11 @@ export class Faults {
     return this.#settings.imagePullFailures[image];
   }
 
+  /** How long a pull of `image` takes when it is a slow pull, else undefined. */
+  slowPull(image: string): number | undefined {
+    return this.#settings.slowPulls[image];
+  }
+
   /** A copy of the active settings. */
   get(): FaultSettings {
     return structuredClone(this.#settings);
@@ -94,6 +105,13 @@ export class Faults {
     if (update.logCutAfterBytes !== undefined) next.logCutAfterBytes = update.logCutAfterBytes === null ? null : Math.max(0, Number(update.logCutAfterBytes));
     if (update.imagePullFailures !== undefined) next.imagePullFailures = { ...(update.imagePullFailures ?? {}) };
     if (update.stallNodeAgent !== undefined) next.stallNodeAgent = Boolean(update.stallNodeAgent);
+    if (update.slowPulls !== undefined) {
+      const pulls = update.slowPulls ?? {};
+      for (const [image, ms] of Object.entries(pulls)) {
+        if (!(typeof ms === 'number' && ms >= 0)) throw new TypeError(`slowPulls["${image}"] must be a number of milliseconds >= 0`);
+      }
+      next.slowPulls = { ...pulls };
+    }
     const periodChanged = next.closeWatchesEverySeconds !== this.#settings.closeWatchesEverySeconds;
     this.#settings = next;
     if (periodChanged) this.#restartTimer();

@@ -1,6 +1,6 @@
 // @berth/kube-sim: a Kubernetes API test double whose pods run in Docker.
 
-export { startKubeSim, type KubeSim, type KubeSimOptions } from './sim.ts';
+export { startKubeSim, type KubeSim, type KubeSimOptions, type LenientOptions } from './sim.ts';
 export { Faults, type FaultSettings, type FaultUpdate, type ImagePullFault } from './faults.ts';
 export { Counters, type CountersSnapshot, type Verb } from './counters.ts';
 export { instanceLabel } from './agent/docker-spec.ts';

@@ -7,7 +7,8 @@ import { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NodeAgent, removeInstanceObjects } from './agent/node-agent.ts';
-import { type PullBackoff } from './agent/pod-worker.ts';
+import { defaultSpamFilter, type EventSpamFilter } from './agent/event-recorder.ts';
+import { faithfulKubelet, type PullBackoff } from './agent/pod-worker.ts';
 import { WatchHub } from './api/watch.ts';
 import { Counters } from './counters.ts';
 import { Faults } from './faults.ts';
@@ -40,6 +41,34 @@ export interface KubeSimOptions {
   imagePullBackoff?: Partial<PullBackoff>;
   /** Namespaces to create at start besides default, kube-system, kube-public and kube-node-lease. */
   namespaces?: string[];
+  /**
+   * The kubelet's PLEG relist period: container starts and exits reach the pod status on this
+   * tick, so short-lived states may never be published. Default 1000 ms; 0 publishes every change at once.
+   */
+  statusRelistMs?: number;
+  /** The kubelet's `serializeImagePulls`: one image pull at a time on the node. Default true. */
+  serializeImagePulls?: boolean;
+  /** The event spam filter's token bucket per source + object; default client-go's `{ burst: 25, refillMs: 300000 }`. */
+  eventSpamFilter?: Partial<EventSpamFilter>;
+  /**
+   * Conveniences that a real kubelet does not offer, each off by default. Use them only to keep
+   * a test about something else short; a client must cope with the faithful behaviour.
+   */
+  lenient?: LenientOptions;
+}
+
+/** Lenient knobs: each restores a convenience a real kubelet does not offer. All default to false. */
+export interface LenientOptions {
+  /** Retry a failed image switch (image patched on a running container) even under restartPolicy Never, showing ErrImagePull/ImagePullBackOff. */
+  retryFailedImageSwitch?: boolean;
+  /** Start a pod's containers all at once (no per-pod start order); pulls stay serialised unless `serializeImagePulls: false`. */
+  parallelStarts?: boolean;
+  /** Publish every container state change at once (same as `statusRelistMs: 0`). */
+  immediateStatus?: boolean;
+  /** Report `status.image` as the spec's reference (fully qualified) instead of containerd's first tag of the image record. */
+  specImageNames?: boolean;
+  /** Write every event (no spam filter); repeats are still aggregated. */
+  noEventSpamFilter?: boolean;
 }
 
 /** A running kube-sim. */
@@ -109,6 +138,14 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     nodeName: options.nodeName ?? 'kube-sim-node',
     pauseImage,
     pullBackoff: { initialMs: options.imagePullBackoff?.initialMs ?? 10_000, maxMs: options.imagePullBackoff?.maxMs ?? 300_000 },
+    behaviour: {
+      retryFailedImageSwitch: options.lenient?.retryFailedImageSwitch ?? faithfulKubelet.retryFailedImageSwitch,
+      parallelStarts: options.lenient?.parallelStarts ?? faithfulKubelet.parallelStarts,
+      serializeImagePulls: options.serializeImagePulls ?? faithfulKubelet.serializeImagePulls,
+      statusRelistMs: options.lenient?.immediateStatus ? 0 : Math.max(0, options.statusRelistMs ?? faithfulKubelet.statusRelistMs),
+      specImageNames: options.lenient?.specImageNames ?? faithfulKubelet.specImageNames,
+    },
+    eventSpamFilter: options.lenient?.noEventSpamFilter ? null : { ...defaultSpamFilter, ...options.eventSpamFilter },
   });
   let address = '127.0.0.1:0';
   const server = createApiServer(tls, {

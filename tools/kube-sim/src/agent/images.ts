@@ -33,13 +33,64 @@ export function fullyQualified(image: string): string {
   return name;
 }
 
-/** The local image's id and size, or undefined when the engine does not have it. */
-export async function inspectLocalImage(docker: Docker, image: string): Promise<{ id: string; size: number } | undefined> {
+/** An image record of the node (the Docker engine's, seen the way containerd's CRI plugin lists it). */
+export interface LocalImage {
+  /** Image id, `sha256:…`. */
+  id: string;
+  size: number;
+  /** Tags, fully qualified (`docker.io/berth/busybox:1.35`), in the engine's order. */
+  repoTags: string[];
+  /** Digest references, fully qualified (`docker.io/library/alpine@sha256:…`). */
+  repoDigests: string[];
+}
+
+function repository(ref: string): string {
+  const at = ref.indexOf('@');
+  const name = at >= 0 ? ref.slice(0, at) : ref;
+  const slash = name.lastIndexOf('/');
+  const colon = name.lastIndexOf(':');
+  return colon > slash ? name.slice(0, colon) : name;
+}
+
+async function inspect(docker: Docker, ref: string): Promise<Docker.ImageInspectInfo | undefined> {
   try {
-    const info = await docker.getImage(image).inspect();
-    return { id: info.Id, size: info.Size };
+    return await docker.getImage(ref).inspect();
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) return undefined;
     throw err;
   }
+}
+
+/**
+ * The node's record of `image`, or undefined when the engine does not have it.
+ * A digest-pinned reference (`repo@sha256:<hex>`) resolves to the local image whose id is that
+ * digest and which carries a tag of the same repository: kube-sim has no registry, so the image
+ * id stands in for the manifest digest. The pinned reference is then one of the record's digests.
+ */
+export async function inspectLocalImage(docker: Docker, image: string): Promise<LocalImage | undefined> {
+  let info = await inspect(docker, image);
+  const pinned = /^(.+)@(sha256:[0-9a-f]{64})$/.exec(image);
+  if (!info && pinned) {
+    const byId = await inspect(docker, pinned[2] ?? '');
+    const repo = repository(fullyQualified(pinned[1] ?? ''));
+    if (byId?.RepoTags?.some((t) => repository(fullyQualified(t)) === repo)) info = byId;
+  }
+  if (!info) return undefined;
+  const repoDigests = (info.RepoDigests ?? []).map(fullyQualified);
+  if (pinned && !repoDigests.includes(fullyQualified(image))) repoDigests.push(fullyQualified(image));
+  return { id: info.Id, size: info.Size, repoTags: (info.RepoTags ?? []).map(fullyQualified), repoDigests };
+}
+
+/**
+ * `image` and `imageID` of a container status as containerd's CRI plugin reports them: the image
+ * record's first tag (else the image id, which is what the kubelet put in the container config),
+ * and its first repo digest (else the image id). So a digest-pinned `alpine@sha256:…` shows
+ * as `docker.io/library/alpine:3.19`, and only `imageID` carries the digest.
+ * Follows containerd internal/cri/server/container_status.go ContainerStatus (repoTags[0],
+ * repoDigests[0] from util.ParseImageReferences) and kubernetes/kubernetes
+ * pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer (the config's image is the
+ * image ref EnsureImageExists returned, i.e. the image id).
+ */
+export function containerdImageStatus(local: LocalImage): { image: string; imageID: string } {
+  return { image: local.repoTags[0] ?? local.id, imageID: local.repoDigests[0] ?? local.id };
 }

@@ -6,8 +6,9 @@ import { type Faults } from '../faults.ts';
 import { type Store, type StoreEvent } from '../store.ts';
 import { type Pod } from '../types.ts';
 import { instanceLabel } from './docker-spec.ts';
-import { EventRecorder } from './event-recorder.ts';
-import { PodWorker, type PullBackoff } from './pod-worker.ts';
+import { EventRecorder, type EventSpamFilter } from './event-recorder.ts';
+import { ImagePuller } from './image-puller.ts';
+import { type KubeletBehaviour, PodWorker, type PullBackoff } from './pod-worker.ts';
 
 /** Settings of the node agent. */
 export interface NodeAgentOptions {
@@ -18,12 +19,16 @@ export interface NodeAgentOptions {
   nodeName: string;
   pauseImage: string;
   pullBackoff: PullBackoff;
+  behaviour: KubeletBehaviour;
+  /** The kubelet's event spam filter, or null for none. */
+  eventSpamFilter: EventSpamFilter | null;
 }
 
 /** Schedules pods onto the one fake node and runs them. */
 export class NodeAgent {
   readonly #options: NodeAgentOptions;
   readonly #recorder: EventRecorder;
+  readonly #puller: ImagePuller;
   readonly #workers = new Map<string, PodWorker>();
   readonly #teardowns = new Set<Promise<void>>();
   #unsubscribe: (() => void) | undefined;
@@ -31,7 +36,8 @@ export class NodeAgent {
 
   constructor(options: NodeAgentOptions) {
     this.#options = options;
-    this.#recorder = new EventRecorder(options.store, options.nodeName);
+    this.#recorder = new EventRecorder(options.store, options.nodeName, options.eventSpamFilter);
+    this.#puller = new ImagePuller(options.behaviour.serializeImagePulls);
   }
 
   /** The node's name (`spec.nodeName` of every pod). */
@@ -69,7 +75,7 @@ export class NodeAgent {
     if (!worker) {
       const current = this.#options.store.get('pods', pod.metadata.namespace, pod.metadata.name ?? '');
       if (!current || current.metadata.uid !== uid) return;
-      worker = new PodWorker({ ...this.#options, recorder: this.#recorder }, current as Pod);
+      worker = new PodWorker({ ...this.#options, recorder: this.#recorder, puller: this.#puller }, current as Pod);
       this.#workers.set(uid, worker);
       worker.start();
     }
@@ -105,7 +111,7 @@ export class NodeAgent {
     const worker = this.#workers.get(pod.metadata.uid ?? '');
     if (!worker) {
       // Not started yet (unscheduled, stalled agent): a fresh worker reports it as waiting.
-      return new PodWorker({ ...this.#options, recorder: this.#recorder }, pod).logTarget(container, previous);
+      return new PodWorker({ ...this.#options, recorder: this.#recorder, puller: this.#puller }, pod).logTarget(container, previous);
     }
     return worker.logTarget(container, previous);
   }

@@ -1,7 +1,8 @@
 // One pod on the fake node, run in Docker the way the kubelet runs it: sandbox (pause
-// container, emptyDir volumes), image decisions (never pulling), containers started in
-// parallel, status and events as the kubelet reports them, image patches restarting a running
-// container, activeDeadlineSeconds, graceful termination and cleanup.
+// container, emptyDir volumes), image decisions (never pulling), containers started one after
+// another, status (coalesced on the PLEG relist) and events as the kubelet reports them, image
+// patches restarting a running container (and, under restartPolicy Never, not retrying a failed
+// switch), activeDeadlineSeconds, graceful termination and cleanup.
 
 import type Docker from 'dockerode';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -11,13 +12,40 @@ import { type Store } from '../store.ts';
 import { nowSeconds, type ContainerSpec, type ContainerState, type ContainerStatus, type Pod, type PodCondition, type PodStatus } from '../types.ts';
 import { containerRequest, sandboxRequest, volumeLabels, volumeName } from './docker-spec.ts';
 import { type EventRecorder, type EventSpec } from './event-recorder.ts';
-import { fullyQualified, inspectLocalImage, invalidReferenceMessage, isValidReference } from './images.ts';
+import { type ImagePuller, SerialQueue } from './image-puller.ts';
+import { containerdImageStatus, fullyQualified, inspectLocalImage, invalidReferenceMessage, isValidReference, type LocalImage } from './images.ts';
 
 /** Back-off of failed image pulls (the kubelet's is 10 s doubling to 5 min). */
 export interface PullBackoff {
   initialMs: number;
   maxMs: number;
 }
+
+/**
+ * How faithfully the fake kubelet behaves. The defaults are the kubelet's; every `true` among the
+ * lenient knobs restores a convenience kube-sim had before it modelled the rule.
+ */
+export interface KubeletBehaviour {
+  /** Lenient: retry a failed image switch even under restartPolicy Never (rule 1 off). */
+  retryFailedImageSwitch: boolean;
+  /** Lenient: start a pod's containers all at once instead of one after another (rule 4 off). */
+  parallelStarts: boolean;
+  /** The kubelet's `serializeImagePulls` (default true: one pull at a time per node). */
+  serializeImagePulls: boolean;
+  /** PLEG relist period: container starts and exits reach the pod status on this tick; 0 publishes every change at once (rule 5 off). */
+  statusRelistMs: number;
+  /** Lenient: status.image is the spec's reference fully qualified, imageID the image id (rule 3 off). */
+  specImageNames: boolean;
+}
+
+/** The kubelet's behaviour: every rule on, relist every second. */
+export const faithfulKubelet: KubeletBehaviour = {
+  retryFailedImageSwitch: false,
+  parallelStarts: false,
+  serializeImagePulls: true,
+  statusRelistMs: 1000,
+  specImageNames: false,
+};
 
 /** What a pod worker needs from the agent. */
 export interface WorkerDeps {
@@ -29,7 +57,26 @@ export interface WorkerDeps {
   nodeName: string;
   pauseImage: string;
   pullBackoff: PullBackoff;
+  behaviour: KubeletBehaviour;
+  /** The node's serial image puller. */
+  puller: ImagePuller;
 }
+
+/** What the pod status shows of a container: a snapshot taken at a relist (or a sync result). */
+interface RunView {
+  state: ContainerState;
+  lastState: ContainerState;
+  restartCount: number;
+  image: string;
+  imageID: string;
+  dockerId?: string;
+}
+
+/** The outcome of one start attempt (image, create, start) of a container. */
+type StartAttempt =
+  | { kind: 'started'; container: Docker.Container }
+  | { kind: 'failed'; reason: string; message: string; backoff: boolean }
+  | { kind: 'stop' };
 
 interface ContainerRun {
   name: string;
@@ -44,9 +91,13 @@ interface ContainerRun {
   /** Image the current Docker container was created from. */
   runningImage?: string;
   restarting: boolean;
+  /** The previous instance, when it ended for a restart and the new one is not created yet. */
+  exited?: NonNullable<ContainerState['terminated']>;
   pullFailures: number;
   wake?: () => void;
   task?: Promise<void>;
+  /** What the published status shows. */
+  view: RunView;
 }
 
 function errorText(err: unknown): string {
@@ -79,6 +130,12 @@ export class PodWorker {
   #main: Promise<void> | undefined;
   #cleanup: Promise<void> | undefined;
   #killing: Promise<void> | undefined;
+  /** One start (image, create, start) at a time: SyncPod's ContainersToStart loop. */
+  readonly #starts: SerialQueue;
+  /** Aborted when the pod is killed: ends simulated pulls. */
+  readonly #abort = new AbortController();
+  /** Next PLEG relist that publishes pending container state changes. */
+  #relist: NodeJS.Timeout | undefined;
 
   constructor(deps: WorkerDeps, pod: Pod) {
     this.#deps = deps;
@@ -94,8 +151,10 @@ export class PodWorker {
         imageID: '',
         restarting: false,
         pullFailures: 0,
+        view: { state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, restartCount: 0, image: c.image ?? '', imageID: '' },
       });
     }
+    this.#starts = new SerialQueue(!deps.behaviour.parallelStarts);
   }
 
   /** Starts running the pod (once). */
@@ -146,6 +205,7 @@ export class PodWorker {
   async destroy(): Promise<void> {
     await this.#kill(0);
     this.#destroyed = true;
+    clearTimeout(this.#relist);
     await this.#main;
     await this.#removeDockerObjects();
   }
@@ -189,7 +249,7 @@ export class PodWorker {
     await this.#waitUnstalled();
     if (this.#stopping || this.#destroyed) return;
     this.#startTimeMs = Date.now();
-    this.#publish();
+    this.#publishNow();
     this.#armDeadline();
     while (!this.#sandbox) {
       try {
@@ -202,16 +262,16 @@ export class PodWorker {
       }
     }
     if (this.#stopping) return;
-    this.#publish();
+    this.#publishNow();
     for (const run of this.#runs.values()) run.task = this.#runContainer(run);
     await Promise.all([...this.#runs.values()].map((r) => r.task ?? Promise.resolve()));
     if (this.#stopping || this.#destroyed) return;
-    const phase = this.#phase();
+    const phase = this.#phase(false);
     if (phase === 'Succeeded' || phase === 'Failed') {
       this.#terminal = { phase };
       clearTimeout(this.#deadline);
       await this.#stopSandbox(2);
-      this.#publish();
+      this.#flush();
     }
   }
 
@@ -256,123 +316,187 @@ export class PodWorker {
     return Math.min(maxMs, initialMs * 2 ** Math.max(0, run.pullFailures - 1));
   }
 
-  /** The kubelet's image step. Resolves the image id, or undefined after reporting the failure and backing off. */
-  async #ensureImage(run: ContainerRun, spec: ContainerSpec): Promise<string | undefined> {
-    const image = spec.image ?? '';
-    const { docker, faults } = this.#deps;
-    run.image = image;
-    const fail = async (reason: string, message: string, events: [EventSpec['type'], string, string][]): Promise<undefined> => {
-      run.pullFailures++;
-      for (const [type, r, m] of events) this.#containerEvent(run, type, r, m);
-      run.state = { waiting: { reason, message } };
-      this.#publish();
-      const wait = this.#backoffMs(run);
-      if (reason === 'ErrImagePull') {
-        const first = Math.min(1000, Math.floor(wait / 2));
-        if (!(await this.#sleep(run, first))) return undefined;
-        const backOff = `Back-off pulling image "${image}"`;
-        run.state = { waiting: { reason: 'ImagePullBackOff', message: backOff } };
-        this.#containerEvent(run, 'Normal', 'BackOff', backOff);
-        this.#containerEvent(run, 'Warning', 'Failed', 'Error: ImagePullBackOff');
-        this.#publish();
-        await this.#sleep(run, wait - first);
-      } else {
-        await this.#sleep(run, wait);
-      }
-      return undefined;
-    };
+  /** Sleeps `ms` unless the pod is killed first. */
+  async #pause(ms: number): Promise<void> {
+    await delay(ms, undefined, { signal: this.#abort.signal }).catch(() => undefined);
+  }
 
+  /**
+   * The kubelet's image step (pkg/kubelet/images/image_manager.go EnsureImageExists): decides
+   * from the pull policy and the node's images, pulls through the node's serial puller, records
+   * the events. Resolves the image record, or the failure (waiting reason and message).
+   */
+  async #ensureImage(run: ContainerRun, spec: ContainerSpec): Promise<{ local: LocalImage } | { reason: string; message: string }> {
+    const image = spec.image ?? '';
+    const { docker, faults, puller } = this.#deps;
+    const event = (type: EventSpec['type'], reason: string, message: string): void => this.#containerEvent(run, type, reason, message);
     if (!isValidReference(image)) {
       const message = invalidReferenceMessage(image);
-      return fail('InvalidImageName', message, [
-        ['Warning', 'InspectFailed', message],
-        ['Warning', 'Failed', 'Error: InvalidImageName'],
-      ]);
+      event('Warning', 'InspectFailed', message);
+      event('Warning', 'Failed', 'Error: InvalidImageName');
+      return { reason: 'InvalidImageName', message };
     }
+    const slow = faults.slowPull(image);
     const fault = faults.pullFailure(image);
-    if (fault) {
-      const reason = fault.reason === 'ImagePullBackOff' ? 'ErrImagePull' : fault.reason;
-      const message = fault.message ?? `rpc error: code = Unknown desc = failed to pull and unpack image "${fullyQualified(image)}": injected by kube-sim`;
-      return fail(reason, message, [
-        ['Normal', 'Pulling', `Pulling image "${image}"`],
-        ['Warning', 'Failed', `Failed to pull image "${image}": ${message}`],
-        ['Warning', 'Failed', `Error: ${reason}`],
-      ]);
-    }
-    const local = await inspectLocalImage(docker, image);
+    const local = fault ? undefined : await inspectLocalImage(docker, image);
+    const present = local !== undefined && (slow === undefined || puller.pulled(image));
     const policy = spec.imagePullPolicy ?? 'IfNotPresent';
-    if (local && policy !== 'Always') {
-      this.#containerEvent(run, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
-      run.pullFailures = 0;
-      return local.id;
+    if (present && policy !== 'Always') {
+      event('Normal', 'Pulled', `Container image "${image}" already present on machine`);
+      return { local };
     }
-    if (local) {
-      // Always: the kubelet would ask the registry; kube-sim has none and treats the local image as the pulled one.
-      this.#containerEvent(run, 'Normal', 'Pulling', `Pulling image "${image}"`);
-      this.#containerEvent(run, 'Normal', 'Pulled', `Successfully pulled image "${image}" in 1ms (1ms including waiting). Image size: ${local.size} bytes.`);
-      run.pullFailures = 0;
-      return local.id;
-    }
-    if (policy === 'Never') {
+    if (!present && policy === 'Never' && !fault) {
       const message = `Container image "${image}" is not present with pull policy of Never`;
-      return fail('ErrImageNeverPull', message, [
-        ['Warning', 'ErrImageNeverPull', message],
-        ['Warning', 'Failed', 'Error: ErrImageNeverPull'],
-      ]);
+      event('Warning', 'ErrImageNeverPull', message);
+      event('Warning', 'Failed', 'Error: ErrImageNeverPull');
+      return { reason: 'ErrImageNeverPull', message };
     }
-    const fq = fullyQualified(image);
-    const message = `rpc error: code = NotFound desc = failed to pull and unpack image "${fq}": failed to resolve reference "${fq}": ${fq}: not found (kube-sim never pulls: the image is not present on the node)`;
-    return fail('ErrImagePull', message, [
-      ['Normal', 'Pulling', `Pulling image "${image}"`],
-      ['Warning', 'Failed', `Failed to pull image "${image}": ${message}`],
-      ['Warning', 'Failed', 'Error: ErrImagePull'],
-    ]);
+    event('Normal', 'Pulling', `Pulling image "${image}"`);
+    const asked = Date.now();
+    return puller.queue.run(async () => {
+      const started = Date.now();
+      if (slow !== undefined && local) await this.#pause(slow);
+      if (fault) {
+        const reason = fault.reason === 'ImagePullBackOff' ? 'ErrImagePull' : fault.reason;
+        const message = fault.message ?? `rpc error: code = Unknown desc = failed to pull and unpack image "${fullyQualified(image)}": injected by kube-sim`;
+        event('Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
+        event('Warning', 'Failed', `Error: ${reason}`);
+        return { reason, message };
+      }
+      if (!local) {
+        const fq = fullyQualified(image);
+        const message = `rpc error: code = NotFound desc = failed to pull and unpack image "${fq}": failed to resolve reference "${fq}": ${fq}: not found (kube-sim never pulls: the image is not present on the node)`;
+        event('Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
+        event('Warning', 'Failed', 'Error: ErrImagePull');
+        return { reason: 'ErrImagePull', message };
+      }
+      // kube-sim has no registry: a pull of a local image takes the slow-pull time, or none.
+      puller.markPulled(image);
+      const took = (ms: number): string => `${(ms / 1000).toFixed(3)}s`;
+      const now = Date.now();
+      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${took(now - started)} (${took(now - asked)} including waiting). Image size: ${local.size} bytes.`);
+      return { local };
+    });
+  }
+
+  /** `image`/`imageID` of the status for a container created from `local`. */
+  #imageStatus(spec: ContainerSpec, local: LocalImage): { image: string; imageID: string } {
+    if (this.#deps.behaviour.specImageNames) return { image: fullyQualified(spec.image ?? ''), imageID: local.id };
+    return containerdImageStatus(local);
+  }
+
+  /** One start of a container, under the pod's start queue: image, create, start. */
+  async #startAttempt(run: ContainerRun, spec: ContainerSpec): Promise<StartAttempt> {
+    const { docker, instance } = this.#deps;
+    if (this.#stopping || !this.#sandbox) return { kind: 'stop' };
+    const image = spec.image ?? '';
+    // A container that never ran shows the spec's image; one that ran shows its instance's.
+    if (!run.dockerId) run.image = image;
+    const pulled = await this.#ensureImage(run, spec);
+    if (!('local' in pulled)) return { kind: 'failed', ...pulled, backoff: true };
+    if (this.#stopping) return { kind: 'stop' };
+    let container: Docker.Container;
+    try {
+      // The kubelet creates the container from the image id EnsureImageExists returned.
+      const request = containerRequest(instance, this.#pod, spec, pulled.local.id, this.#sandbox.id, run.exited ? run.restartCount + 1 : run.restartCount);
+      container = await docker.createContainer(request as unknown as Docker.ContainerCreateOptions);
+    } catch (err) {
+      const message = errorText(err);
+      this.#containerEvent(run, 'Warning', 'Failed', `Error: ${message}`);
+      return { kind: 'failed', reason: 'CreateContainerError', message, backoff: true };
+    }
+    this.#dockerIds.add(container.id);
+    if (run.exited) {
+      // The new instance exists: the old one becomes lastState and the restart count goes up
+      // (kuberuntime_container.go startContainer: restartCount = previous status's + 1).
+      run.lastState = { terminated: run.exited };
+      run.restartCount++;
+      run.exited = undefined;
+      run.previousDockerId = run.dockerId;
+    }
+    run.dockerId = container.id;
+    run.runningImage = image;
+    Object.assign(run, this.#imageStatus(spec, pulled.local));
+    this.#containerEvent(run, 'Normal', 'Created', `Created container: ${run.name}`);
+    if (this.#stopping) return { kind: 'stop' };
+    try {
+      await container.start();
+    } catch (err) {
+      const message = errorText(err);
+      const now = nowSeconds();
+      run.restarting = false;
+      run.state = { terminated: { exitCode: 128, reason: 'StartError', message, startedAt: '1970-01-01T00:00:00Z', finishedAt: now, containerID: `docker://${container.id}` } };
+      this.#containerEvent(run, 'Warning', 'Failed', `Error: ${message}`);
+      this.#publish();
+      return { kind: 'stop' };
+    }
+    this.#containerEvent(run, 'Normal', 'Started', `Started container ${run.name}`);
+    const started = await container.inspect().catch(() => undefined);
+    run.restarting = false;
+    run.state = { running: { startedAt: seconds(started?.State.StartedAt) ?? nowSeconds() } };
+    this.#publish();
+    return { kind: 'started', container };
+  }
+
+  /**
+   * A start that failed. Whether the kubelet tries again is ShouldContainerBeRestarted's call
+   * (kubernetes/kubernetes pkg/kubelet/container/helpers.go): a container that never ran is
+   * always retried (back-off: ErrImagePull, then ImagePullBackOff); one that ran before — the
+   * pause container an image patch replaced — is not retried under restartPolicy Never, and
+   * its status stays that terminated instance (pause image, old restart count): the waiting
+   * reason is only shown for containers that will be restarted
+   * (pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses, reasonCache). Only the
+   * events say why. Resolves true when the caller should try again.
+   */
+  async #startFailed(run: ContainerRun, failure: { reason: string; message: string }): Promise<boolean> {
+    const { behaviour } = this.#deps;
+    const ranBefore = run.exited !== undefined;
+    if (ranBefore && this.#pod.spec.restartPolicy === 'Never' && !behaviour.retryFailedImageSwitch) {
+      run.state = { terminated: run.exited ?? { exitCode: 0, reason: 'Completed' } };
+      run.exited = undefined;
+      run.restarting = false;
+      this.#publish();
+      return false;
+    }
+    if (ranBefore) {
+      run.lastState = { terminated: run.exited ?? { exitCode: 0, reason: 'Completed' } };
+      run.restarting = false;
+    }
+    run.pullFailures++;
+    run.state = { waiting: { reason: failure.reason, message: failure.message } };
+    this.#publishNow(run);
+    const wait = this.#backoffMs(run);
+    if (failure.reason === 'ErrImagePull') {
+      // The next sync finds the image in back-off: ImagePullBackOff
+      // (pkg/kubelet/images/image_manager.go EnsureImageExists, "Back-off pulling image").
+      const first = Math.min(1000, Math.floor(wait / 2));
+      if (!(await this.#sleep(run, first))) return true;
+      const image = this.#spec(run.name)?.image ?? '';
+      const backOff = `Back-off pulling image "${image}"`;
+      run.state = { waiting: { reason: 'ImagePullBackOff', message: backOff } };
+      this.#containerEvent(run, 'Normal', 'BackOff', backOff);
+      this.#containerEvent(run, 'Warning', 'Failed', 'Error: ImagePullBackOff');
+      this.#publishNow(run);
+      await this.#sleep(run, wait - first);
+    } else {
+      await this.#sleep(run, wait);
+    }
+    return true;
   }
 
   async #runContainer(run: ContainerRun): Promise<void> {
-    const { docker, instance } = this.#deps;
     while (!this.#stopping && !this.#destroyed) {
       await this.#waitUnstalled();
       const spec = this.#spec(run.name);
       if (!spec || this.#stopping || !this.#sandbox) return;
-      const imageId = await this.#ensureImage(run, spec);
-      if (imageId === undefined) continue;
-      if (this.#stopping) return;
-      const image = spec.image ?? '';
-      let container: Docker.Container;
-      try {
-        const request = containerRequest(instance, this.#pod, spec, image, this.#sandbox.id, run.restartCount);
-        container = await docker.createContainer(request as unknown as Docker.ContainerCreateOptions);
-      } catch (err) {
-        const message = errorText(err);
-        run.pullFailures++;
-        run.state = { waiting: { reason: 'CreateContainerError', message } };
-        this.#containerEvent(run, 'Warning', 'Failed', `Error: ${message}`);
-        this.#publish();
-        await this.#sleep(run, this.#backoffMs(run));
-        continue;
-      }
-      this.#dockerIds.add(container.id);
-      run.dockerId = container.id;
-      run.runningImage = image;
-      run.image = fullyQualified(image);
-      run.imageID = imageId;
-      this.#containerEvent(run, 'Normal', 'Created', `Created container: ${run.name}`);
-      if (this.#stopping) return;
-      try {
-        await container.start();
-      } catch (err) {
-        const message = errorText(err);
-        const now = nowSeconds();
-        run.state = { terminated: { exitCode: 128, reason: 'StartError', message, startedAt: '1970-01-01T00:00:00Z', finishedAt: now, containerID: `docker://${container.id}` } };
-        this.#containerEvent(run, 'Warning', 'Failed', `Error: ${message}`);
-        this.#publish();
+      const attempt = await this.#starts.run(() => this.#startAttempt(run, spec));
+      if (attempt.kind === 'stop') return;
+      if (attempt.kind === 'failed') {
+        if (await this.#startFailed(run, attempt)) continue;
         return;
       }
-      this.#containerEvent(run, 'Normal', 'Started', `Started container ${run.name}`);
-      const started = await container.inspect().catch(() => undefined);
-      run.state = { running: { startedAt: seconds(started?.State.StartedAt) ?? nowSeconds() } };
-      this.#publish();
+      run.pullFailures = 0;
+      const { container } = attempt;
       if (this.#stopping) await this.#stopDocker(container.id, this.#pod.metadata.deletionGracePeriodSeconds ?? 0);
       await container.wait().catch(() => undefined);
       const ended = await container.inspect().catch(() => undefined);
@@ -386,13 +510,20 @@ export class PodWorker {
       };
       if (ended?.State.Error) terminated.message = ended.State.Error;
       if (run.restarting && !this.#stopping) {
-        run.lastState = { terminated };
-        run.restartCount++;
-        run.restarting = false;
-        run.previousDockerId = run.dockerId;
-        run.dockerId = undefined;
-        run.pullFailures = 0;
-        run.state = { waiting: { reason: 'ContainerCreating' } };
+        if (this.#deps.behaviour.retryFailedImageSwitch) {
+          // Lenient: the old instance becomes lastState at once, and any failure is retried.
+          run.lastState = { terminated };
+          run.restartCount++;
+          run.restarting = false;
+          run.previousDockerId = run.dockerId;
+          run.dockerId = undefined;
+          run.state = { waiting: { reason: 'ContainerCreating' } };
+          continue;
+        }
+        // The kill and the start happen in one sync (computePodActions puts the container in
+        // both ContainersToKill and ContainersToStart): until the start attempt ends, the status
+        // keeps showing the old instance.
+        run.exited = terminated;
         continue;
       }
       run.restarting = false;
@@ -412,6 +543,7 @@ export class PodWorker {
   async #kill(graceSeconds: number): Promise<void> {
     this.#stopping = true;
     clearTimeout(this.#deadline);
+    this.#abort.abort();
     this.#killing ??= (async () => {
       for (const run of this.#runs.values()) run.wake?.();
       const stops: Promise<void>[] = [];
@@ -434,7 +566,7 @@ export class PodWorker {
     await this.#waitUnstalled();
     if (this.#destroyed) return;
     await this.#kill(graceSeconds);
-    this.#publish();
+    this.#flush();
     await this.#removeDockerObjects();
     this.#destroyed = true;
     try {
@@ -476,12 +608,13 @@ export class PodWorker {
     const message = 'Pod was active on the node longer than the specified deadline';
     this.#terminal = { phase: 'Failed', reason: 'DeadlineExceeded', message };
     this.#event({ type: 'Warning', reason: 'DeadlineExceeded', message });
-    this.#publish();
+    this.#flush();
     await this.#kill(this.#pod.spec.terminationGracePeriodSeconds ?? 30);
-    this.#publish();
+    this.#flush();
   }
 
-  #phase(): PodStatus['phase'] {
+  /** The pod phase from the published container states (`views`) or the real ones. */
+  #phase(views: boolean): PodStatus['phase'] {
     if (this.#terminal) return this.#terminal.phase;
     if (!this.#sandbox) return 'Pending';
     let waiting = 0;
@@ -489,11 +622,12 @@ export class PodWorker {
     let stopped = 0;
     let succeeded = 0;
     for (const run of this.#runs.values()) {
-      if (run.state.running || run.restarting) running++;
-      else if (run.state.terminated) {
+      const { state, lastState } = views ? run.view : run;
+      if (state.running || (!views && run.restarting)) running++;
+      else if (state.terminated) {
         stopped++;
-        if (run.state.terminated.exitCode === 0) succeeded++;
-      } else if (run.lastState.terminated) running++;
+        if (state.terminated.exitCode === 0) succeeded++;
+      } else if (lastState.terminated) running++;
       else waiting++;
     }
     if (waiting > 0) return 'Pending';
@@ -512,19 +646,20 @@ export class PodWorker {
       if (!run) {
         return { name: c.name, state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, ready: false, restartCount: 0, image: c.image ?? '', imageID: '', started: false };
       }
-      let state = run.state;
+      const view = run.view;
+      let state = view.state;
       if (this.#terminal && state.waiting) {
         state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: terminalReason, startedAt: null, finishedAt: null } };
       }
-      const containerID = state.terminated?.containerID ?? (run.dockerId ? `docker://${run.dockerId}` : undefined);
+      const containerID = state.terminated?.containerID ?? (view.dockerId ? `docker://${view.dockerId}` : undefined);
       return {
         name: run.name,
         state,
-        lastState: run.lastState,
+        lastState: view.lastState,
         ready: state.running !== undefined,
-        restartCount: run.restartCount,
-        image: run.image,
-        imageID: run.imageID,
+        restartCount: view.restartCount,
+        image: view.image,
+        imageID: view.imageID,
         ...(containerID ? { containerID } : {}),
         started: state.running !== undefined,
       };
@@ -533,7 +668,7 @@ export class PodWorker {
 
   #status(previous: PodStatus | undefined): PodStatus {
     const now = nowSeconds();
-    const phase = this.#phase();
+    const phase = this.#phase(true);
     const statuses = this.#containerStatuses();
     const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
     const done = phase === 'Succeeded' || phase === 'Failed';
@@ -577,8 +712,56 @@ export class PodWorker {
     return status;
   }
 
-  /** Writes the pod's status to the store when it changed. */
+  /**
+   * A container started or ended: the pod status shows it at the next PLEG relist, together with
+   * whatever else changed meanwhile. The kubelet notices container state changes by relisting the
+   * runtime every second (kubernetes/kubernetes pkg/kubelet/pleg/generic.go, relist period 1 s in
+   * pkg/kubelet/kubelet.go genericPlegRelistPeriod) and the status manager writes the status the
+   * next sync generates (pkg/kubelet/status/status_manager.go SetPodStatus/syncPod): a container
+   * that starts and exits between two relists goes from waiting to terminated with no running
+   * status ever published.
+   */
   #publish(): void {
+    if (this.#destroyed) return;
+    const period = this.#deps.behaviour.statusRelistMs;
+    if (period <= 0) {
+      this.#flush();
+      return;
+    }
+    // One relist clock for the node: ticks at multiples of the period.
+    this.#relist ??= setTimeout(() => {
+      this.#relist = undefined;
+      this.#flush();
+    }, period - (Date.now() % period));
+  }
+
+  /** A sync result (a waiting reason, the sandbox, the start time): written at once, with `run`'s state. */
+  #publishNow(run?: ContainerRun): void {
+    if (run) run.view = this.#snapshot(run);
+    this.#write();
+  }
+
+  /** A relist: every container's state as it is now, written at once. */
+  #flush(): void {
+    clearTimeout(this.#relist);
+    this.#relist = undefined;
+    for (const run of this.#runs.values()) run.view = this.#snapshot(run);
+    this.#write();
+  }
+
+  #snapshot(run: ContainerRun): RunView {
+    return {
+      state: structuredClone(run.state),
+      lastState: structuredClone(run.lastState),
+      restartCount: run.restartCount,
+      image: run.image,
+      imageID: run.imageID,
+      ...(run.dockerId ? { dockerId: run.dockerId } : {}),
+    };
+  }
+
+  /** Writes the pod's status to the store when it changed. */
+  #write(): void {
     if (this.#destroyed) return;
     const { store } = this.#deps;
     store.modify('pods', this.#pod.metadata.namespace, this.#podName(), (obj) => {
