@@ -91,6 +91,8 @@ describe('followLogs', () => {
         isFinished: () => finished,
         isGone: () => false,
         waitFinished: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 20))),
+        isReplaced: () => false,
+        onChange: () => () => undefined,
       },
       stats,
     );
@@ -116,6 +118,8 @@ describe('followLogs', () => {
       isFinished: () => false,
       isGone: () => false,
       waitFinished: () => Promise.resolve(),
+      isReplaced: () => false,
+      onChange: () => () => undefined,
     });
     let seen = '';
     stream.on('data', (chunk: Buffer) => (seen += chunk.toString()));
@@ -137,6 +141,8 @@ describe('followLogs', () => {
       isFinished: () => true,
       isGone: () => false,
       waitFinished: () => Promise.resolve(),
+      isReplaced: () => false,
+      onChange: () => () => undefined,
     });
     const chunks: unknown[] = [];
     for await (const chunk of stream) chunks.push(chunk);

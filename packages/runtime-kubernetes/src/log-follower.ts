@@ -25,6 +25,13 @@ export interface FollowTarget {
   isGone(): boolean;
   /** Resolves when `isFinished()` turns true or `ms` passed, whichever first (never rejects). */
   waitFinished(ms: number): Promise<void>;
+  /**
+   * True once the step's container instance was replaced by another (the pause image, after
+   * removeContainer): following the container by name would then follow the newcomer forever.
+   */
+  isReplaced(): boolean;
+  /** Calls `listener` after every change of the container's state; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void;
 }
 
 /** Counters of one follower, for tests. */
@@ -126,7 +133,8 @@ export class TimestampedLines {
 }
 
 interface ReadResult {
-  kind: 'ended' | 'failed';
+  /** `replaced`: the read was cut because the container it followed is no longer the step's. */
+  kind: 'ended' | 'failed' | 'replaced';
   status?: number;
   error?: unknown;
   gotData: boolean;
@@ -161,14 +169,16 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
   };
   ctx.signal.addEventListener('abort', onAbort, { once: true });
 
-  const readOnce = async (): Promise<ReadResult> => {
+  /** Reads the log once: following the current instance, or (`previous`) the replaced step's, to its end. */
+  const readOnce = async (previous = false): Promise<ReadResult> => {
     lines.restart();
     const since = lines.resumeFrom();
     const cluster = target.kc.getCurrentCluster();
     if (!cluster) return { kind: 'failed', error: new Error('no current cluster'), gotData: false };
     const url = new URL(`${cluster.server.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.podName)}/log`);
     url.searchParams.set('container', target.containerName);
-    url.searchParams.set('follow', 'true');
+    if (previous) url.searchParams.set('previous', 'true');
+    else url.searchParams.set('follow', 'true');
     url.searchParams.set('timestamps', 'true');
     if (since) url.searchParams.set('sinceTime', since);
     const options: https.RequestOptions = { method: 'GET', headers: {} };
@@ -181,9 +191,20 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
     return new Promise<ReadResult>((resolve) => {
       let gotData = false;
       let settled = false;
+      // A follow of a replaced container would follow its successor: cut it, the previous read that
+      // follows delivers what this one had not (the timestamps skip what it had).
+      const unsubscribe = previous
+        ? () => undefined
+        : target.onChange(() => {
+            if (!settled && target.isReplaced()) {
+              request?.destroy();
+              settle({ kind: 'replaced', gotData: false });
+            }
+          });
       const settle = (result: ReadResult): void => {
         if (settled) return;
         settled = true;
+        unsubscribe();
         request = undefined;
         response = undefined;
         resolve(result);
@@ -202,7 +223,7 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
         }
         response = res;
         res.on('data', (chunk: Buffer) => {
-          if (finished) return;
+          if (finished || settled) return;
           const content = lines.push(chunk);
           if (content.length > 0) {
             gotData = true;
@@ -229,9 +250,11 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
     let quiet = 0;
     for (;;) {
       if (finished) return;
+      if (target.isReplaced()) return readReplaced();
       const finishedAtStart = target.isFinished();
       const result = await readOnce();
       if (finished) return;
+      if (result.kind === 'replaced') return readReplaced();
       if (result.kind === 'ended') {
         failures = 0;
         if (finishedAtStart) {
@@ -261,6 +284,26 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
       await target.waitFinished(Math.min(2_000, 50 * 2 ** Math.min(failures, 6)));
     }
   };
+  /** The step's container was replaced: read its log as the previous instance, once, and end. */
+  const readReplaced = async (): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const result = await readOnce(true);
+      if (finished) return;
+      // A 400 means the kubelet no longer has the previous instance: what was delivered is all there is.
+      if (result.kind === 'ended' || result.status === 400 || result.status === 404 || attempt >= 4) {
+        if (result.kind === 'ended') {
+          const tail = lines.flush();
+          if (tail.length > 0) output.push(tail);
+        }
+        if (stats) stats.linesSkipped += lines.skipped;
+        output.push(null);
+        return;
+      }
+      if (stats) stats.resumes++;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  };
+
   run().catch((error: unknown) => {
     if (!output.destroyed) output.destroy(ctx.signal.aborted ? contextError(ctx, where) : runtimeError('Internal', String(error), where, error));
   });

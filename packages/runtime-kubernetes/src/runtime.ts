@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { PatchStrategy, type V1Pod } from '@kubernetes/client-node';
-import { type Context, sleep, withTimeout } from '@berth/context';
+import { background, type Context, sleep, withTimeout } from '@berth/context';
 import type { Build, Container } from '@berth/pipeline';
 import {
   type ContainerExit,
@@ -154,15 +154,44 @@ export class KubernetesRuntime implements Runtime {
 
   async removeBuild(ctx: Context, build: Build): Promise<void> {
     const where = { operation: 'removeBuild', subject: build.id };
-    if (ctx.signal.aborted) throw contextError(ctx, where);
     const state = this.#builds.get(build.id);
+    if (ctx.signal.aborted) {
+      await this.#deleteRegardless(where, build, state);
+      throw rephraseContext(ctx, where);
+    }
     if (state?.removing) return state.removing;
     const removal = this.#removeBuild(ctx, where, build, state);
     if (state) state.removing = removal;
     try {
       await removal;
+    } catch (error) {
+      if (!ctx.signal.aborted) throw error;
+      await this.#deleteRegardless(where, build, state);
+      throw rephraseContext(ctx, where);
     } finally {
       if (state) state.removing = undefined;
+    }
+  }
+
+  /**
+   * The pod's deletion when the destroy ctx already ran out (issue 14): a pod left behind keeps a
+   * node's resources until its activeDeadlineSeconds, so the delete request is sent anyway, on a
+   * fresh context bounded by one API call; whether the pod is gone is not awaited.
+   */
+  async #deleteRegardless(where: Where, build: Build, state: BuildState | undefined): Promise<void> {
+    if (state && !state.assembled) {
+      this.#forget(build.id, state);
+      return;
+    }
+    const [fresh, cancel] = withTimeout(background(), Math.min(this.options.requestTimeoutMs, 10_000));
+    try {
+      const name = state?.plan.podName ?? podNameOf(build.id);
+      await this.api.call(fresh, where, (options) => this.api.core.deleteNamespacedPod({ namespace: this.api.namespace, name, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options));
+    } catch {
+      // NotFound is success; anything else is left to reap, as the rejection below says.
+    } finally {
+      cancel();
+      if (state) this.#forget(build.id, state);
     }
   }
 
@@ -321,6 +350,8 @@ export class KubernetesRuntime implements Runtime {
           isFinished: () => tracker.finished,
           isGone: () => build.gone,
           waitFinished: (ms) => waitOrFinished(tracker, ms),
+          isReplaced: () => tracker.replaced,
+          onChange: (listener) => tracker.onChange(listener),
         },
         this.stats.logs,
       ),
@@ -536,6 +567,12 @@ export function buildTimeoutMinutes(build: Build): number | undefined {
 function planError(error: unknown, where: Where): Error {
   if (error instanceof PlanError || error instanceof PodsTemplateError) return runtimeError('InvalidConfig', error.message, where, error);
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/** The ctx's error for removeBuild, saying that the deletion was requested anyway. */
+function rephraseContext(ctx: Context, where: Where): RuntimeError {
+  const error = contextError(ctx, where);
+  return runtimeError(error.code, `${error.detail}; the pod's deletion was requested anyway (reap removes it if it remains)`, where, error.cause);
 }
 
 /** The same failure, reported by another operation. */

@@ -24,6 +24,11 @@ export function sameImage(a: string | undefined, b: string | undefined): boolean
   return norm(a) === norm(b);
 }
 
+/** The id of the container instance a status describes now (running, terminated, or the status' own). */
+function currentContainerId(status: V1ContainerStatus): string | undefined {
+  return (status.state?.running ? status.containerID : status.state?.terminated?.containerID ?? status.containerID) || undefined;
+}
+
 /** Settings of a {@link ContainerTracker}. */
 export interface ContainerTrackerOptions {
   /** The pipeline container id. */
@@ -64,6 +69,8 @@ export class ContainerTracker {
   #restartBaseline = 0;
   /** The restart count of the step's own container once seen running. */
   #stepRestartCount: number | undefined;
+  /** The runtime's id of the step's own container instance, once a status of it carried one. */
+  #stepContainerId: string | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
   #graceReason: string | undefined;
   readonly #listeners = new Set<() => void>();
@@ -86,6 +93,22 @@ export class ContainerTracker {
   /** True once exited or failed. */
   get finished(): boolean {
     return this.#phase === 'exited' || this.#phase === 'failed';
+  }
+
+  /**
+   * True once the step's own container instance was replaced by another one (the pause image after
+   * `removeContainer`): its log is then the previous instance's (`previous=true`), and the current
+   * instance's log is not the step's. The kubelet serves `previous` from `lastState.terminated`
+   * (pkg/kubelet/kubelet_pods.go, validateContainerLogStatus).
+   */
+  get replaced(): boolean {
+    const latest = this.latest;
+    if (!latest || !this.started) return false;
+    const last = latest.lastState?.terminated;
+    if (this.#stepContainerId !== undefined && last?.containerID) {
+      return last.containerID === this.#stepContainerId && currentContainerId(latest) !== this.#stepContainerId;
+    }
+    return this.#stepRestartCount !== undefined && last !== undefined && (latest.restartCount ?? 0) > this.#stepRestartCount;
   }
 
   /** Records that `runContainer` swapped in `image`: from now on, statuses of that image are the step's. */
@@ -116,12 +139,14 @@ export class ContainerTracker {
       // before a status showed the step terminated: its exit is in lastState.
       this.#clearGrace();
       this.waiting = undefined;
+      this.#stepContainerId ??= previous.containerID || undefined;
       this.exit = previous.reason ? { exitCode: previous.exitCode, reason: previous.reason } : { exitCode: previous.exitCode };
       this.#set('exited');
       return;
     }
     if (!this.isStepStatus(status)) return this.#notify();
     const state = status.state ?? {};
+    if (state.running || state.terminated) this.#stepContainerId ??= (state.terminated?.containerID ?? status.containerID) || undefined;
     if (state.terminated) {
       this.#clearGrace();
       this.waiting = undefined;

