@@ -19,6 +19,7 @@ import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { createApi } from './api.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
+import { ScmAuth } from './scm-auth.ts';
 import { velaSecretLoader } from './secrets.ts';
 import { RunningBuildsFile } from './state.ts';
 
@@ -610,20 +611,31 @@ export class Daemon {
     this.log.info({ ...where }, 'build claimed');
     await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
 
+    const scm = new ScmAuth({
+      client,
+      org,
+      repo: name,
+      number: vb.number,
+      build,
+      serverAddr: this.config.server.addr,
+      logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
+    });
+    const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
     const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
     let result: BuildResult | undefined;
     try {
       result = await runBuild(this.#root, {
         build,
         runtime: this.#runtime!,
-        reporter: combineReporters(reporter, this.#metricsReporter(where)),
+        // The SCM reporter after the Vela one: the build is running on the server when it asks for tokens.
+        reporter: combineReporters(reporter, scm.reporter(), this.#metricsReporter(where)),
         timeoutMs,
         logStreamingGraceMs: this.config.executor.logStreamingTimeoutMs,
         ...(this.#o.cleanupTimeoutMs === undefined ? {} : { cleanupTimeoutMs: this.#o.cleanupTimeoutMs }),
         ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
         ruleData: ruleDataOf(vb),
         loadSecret: velaSecretLoader(client, { org, name }),
-        environment: runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) }),
+        environment: (container) => ({ ...environment(container), ...scm.environment(container) }),
         events: this.#events,
         host: this.workerId,
         version: this.version,
