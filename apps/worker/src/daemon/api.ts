@@ -125,8 +125,9 @@ export function createApi(daemon: Daemon): FastifyInstance {
       api.delete('/executors/:id/build/cancel', async (req, reply) => {
         const e = slotOf(req, reply);
         if (!isEntry(e)) return e;
-        const build = await daemon.cancel(e.slot);
-        return build ? json(reply, 200, build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
+        const res = await daemon.cancel(e.slot);
+        // 200 with the build either way: the server parses the body as a Build whatever the status.
+        return res ? json(reply, 200, res.build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
       });
       api.post('/shutdown', (_req, reply) => json(reply, 501, 'This endpoint is not yet implemented'));
       done();

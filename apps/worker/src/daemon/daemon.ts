@@ -3,7 +3,7 @@
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
 import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Executor, type Reporter, combineReporters, runBuild, RuntimeEventRouter } from '@berth/executor';
+import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import type { FastifyInstance } from 'fastify';
@@ -64,6 +64,11 @@ export interface SlotEntry {
   pipeline: Record<string, unknown>;
   repo: VelaBuild['repo'];
   executor: Executor | undefined;
+  /**
+   * A cancel that arrived before the executor existed (while the slot was starting: the worker
+   * PUT and its retries); the executor is cancelled with it as soon as it appears.
+   */
+  pendingCancel: Error | undefined;
   /** Settles when the build is over (reported, cleaned). */
   done: Promise<BuildResult | undefined>;
 }
@@ -602,6 +607,7 @@ export class Daemon {
       pipeline: sanitizePipeline(build),
       repo: vb.repo,
       executor: undefined,
+      pendingCancel: undefined,
       done: new Promise((r) => (resolveDone = r)),
     };
     this.slots.set(slot, entry);
@@ -646,8 +652,9 @@ export class Daemon {
         },
         onStart: (executor) => {
           entry.executor = executor;
-          // Drain already forced while the claim ran: cancel at once.
-          if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
+          // A cancel recorded while the slot was starting, or a drain forced meanwhile: cancel at once.
+          if (entry.pendingCancel) executor.cancelBuild(entry.pendingCancel);
+          else if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
         },
       });
       const status = result.status;
@@ -719,20 +726,37 @@ export class Daemon {
 
   /**
    * Cancels the build in `slot` (the API's cancel route) and waits, up to `waitMs`, for it to be
-   * reported and cleaned. Returns the build as the server last stored it, with status `canceled`.
+   * reported and cleaned. A cancel that arrives before the slot's executor exists is recorded and
+   * honoured when it appears. Returns the build as the server last stored it, with status
+   * `canceled` only when the cancel took effect: a build that had already ended (or had begun
+   * destroying) is returned with the status it ended with, and `canceled` is false.
+   * Undefined when the slot runs nothing.
    */
-  async cancel(slot: number, waitMs = 25_000): Promise<VelaBuild | undefined> {
+  async cancel(slot: number, waitMs = 25_000): Promise<{ build: VelaBuild; canceled: boolean } | undefined> {
     const entry = this.slots.get(slot);
     if (!entry) return undefined;
-    this.log.warn({ slot, build: entry.build().id }, 'build canceled through the API');
-    entry.executor?.cancelBuild(new Error('canceled through the worker API'));
+    const where = { slot, build: entry.build().id };
+    const executor = entry.executor;
+    if (executor && isFinal(executor.status)) {
+      // execBuild is over: destroy runs or ran, and cancelBuild would do nothing (Go's cancel still
+      // says `canceled`; Berth tells what happened).
+      this.log.warn({ ...where, status: executor.status }, 'cancel through the API: the build had already ended; nothing canceled');
+      return { build: { ...entry.build(), status: executor.status }, canceled: false };
+    }
+    const cause = new Error('canceled through the worker API');
+    if (executor) executor.cancelBuild(cause);
+    else entry.pendingCancel ??= cause;
+    this.log.warn({ ...where, executor: executor ? 'running' : 'starting' }, executor ? 'build canceled through the API' : 'build canceled through the API while its slot starts: recorded, applied when the build starts');
     const [ctx, cancel] = withTimeout(this.#root, waitMs);
+    let result: BuildResult | undefined;
+    let settled = false;
     try {
-      await Promise.race([entry.done, ctx.done()]);
+      result = await Promise.race([entry.done.then((r) => ((settled = true), r)), ctx.done().then(() => undefined)]);
     } finally {
       cancel();
     }
-    return { ...entry.build(), status: 'canceled' };
+    if (settled && result?.status !== 'canceled') return { build: { ...entry.build(), status: result?.status ?? entry.build().status ?? 'error' }, canceled: false };
+    return { build: { ...entry.build(), status: 'canceled' }, canceled: true };
   }
 
   // ---------------------------------------------------------------- shutdown
