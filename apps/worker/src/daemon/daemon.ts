@@ -581,7 +581,7 @@ export class Daemon {
     const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
     if (typeof vb.enqueued === 'number' && vb.enqueued > 0) this.metrics.queueWait.observe(Math.max(0, started / 1000 - vb.enqueued));
     const client = claim.client;
-    const reporter = new VelaReporter({ client, build: vb, maxLogSize: this.config.executor.maxLogSize, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
+    const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
 
     // The compiled pipeline, checked.
     let build: Build | undefined;
