@@ -6,6 +6,7 @@ import { type CancelFunc, type Context, background, errOf, isContextError, sleep
 import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
@@ -16,7 +17,7 @@ import type { StartConfig } from '../vela/config.ts';
 import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
 import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
-import { createApi } from './api.ts';
+import { type ApiTls, createApi } from './api.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
 import { ScmAuth } from './scm-auth.ts';
@@ -199,15 +200,30 @@ export class Daemon {
   // ---------------------------------------------------------------- lifecycle
 
   async #listen(): Promise<void> {
-    this.#api = createApi(this);
+    const https = new URL(this.config.worker.addr).protocol === 'https:';
+    this.#api = createApi(this, https ? { tls: this.#tls() } : {});
     const host = this.#o.listen?.host ?? '0.0.0.0';
     // Without an explicit port in the worker address, listen on 8080 (the URL's default would be 80).
     const port = this.#o.listen?.port ?? (new URL(this.config.worker.addr).port === '' ? 8080 : this.config.worker.port);
     await this.#api.listen({ host, port });
     const addr = this.#api.server.address();
     const actualPort = typeof addr === 'object' && addr !== null ? addr.port : port;
-    this.#apiUrl = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`;
+    this.#apiUrl = `${https ? 'https' : 'http'}://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`;
     this.log.info({ url: this.#apiUrl }, 'worker API listening');
+  }
+
+  /** The certificate and key of an https worker address, read now so a bad path fails the start. */
+  #tls(): ApiTls {
+    const { cert, certKey, tlsMinVersion } = this.config.server;
+    if (!cert || !certKey) throw new Error('unable to run with TLS: the worker address is https but no certificate is set (set server.cert and server.cert-key, VELA_SERVER_CERT and VELA_SERVER_CERT_KEY)');
+    const read = (file: string, what: string): Buffer => {
+      try {
+        return readFileSync(file);
+      } catch (e) {
+        throw new Error(`expecting ${what} at ${file}, got ${errText(e)} (check server.${what === 'certificate file' ? 'cert' : 'cert-key'})`, { cause: e });
+      }
+    };
+    return { cert: read(cert, 'certificate file'), key: read(certKey, 'certificate key'), minVersion: tlsMinVersion };
   }
 
   async #createRuntime(): Promise<void> {
