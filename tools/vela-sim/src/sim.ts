@@ -31,6 +31,8 @@ export interface VelaSimOptions {
   buildTokenBufferSec?: number;
   /** Port to listen on (default 0: any free port). Always 127.0.0.1. */
   port?: number;
+  /** Lifetime of SCM install tokens in seconds (a GitHub App installation token lives 1 h). */
+  installTokenTtlSec?: number;
 }
 
 /** One recorded API call, in arrival order. */
@@ -108,7 +110,16 @@ class HttpError extends Error {
 }
 
 type Params = Record<string, string>;
-type Handler = (req: { caller: Caller; params: Params; body: unknown; query: URLSearchParams }) => { status: number; body: unknown };
+type Handler = (req: { caller: Caller; params: Params; body: unknown; query: URLSearchParams; headers: IncomingMessage['headers'] }) => { status: number; body: unknown };
+
+/** An SCM install token the sim minted (server `cache/models/install_token.go`, kept per build). */
+export interface InstallTokenRecord {
+  token: string;
+  buildId: number;
+  expiration: number;
+  repositories: string[];
+  permissions: Record<string, string>;
+}
 
 interface Route {
   method: string;
@@ -146,6 +157,10 @@ export class VelaSim {
   readonly builds = new Map<number, VelaBuild>();
   /** Stored secrets by `engine/type/org/name/key`. */
   readonly secrets = new Map<string, VelaSecret>();
+  /** SCM install tokens the sim minted and has not evicted, by token. */
+  readonly installTokens = new Map<string, InstallTokenRecord>();
+  /** Every install token the sim minted, in order (evicted ones too). */
+  readonly installTokenLog: InstallTokenRecord[] = [];
 
   readonly #server: Server;
   readonly #tokenKey: string;
@@ -337,7 +352,11 @@ export class VelaSim {
       repo: { ...repo },
     };
     this.builds.set(build.id!, build);
-    const pipeline = { ...options.pipeline, id: options.pipeline.id ?? `${options.org}_${options.repo}_${number}` };
+    // Server api/build/compile_publish.go: the executable carries the SCM token the worker hands the
+    // containers (scm/github/repo.go GetNetrcPassword: an installation token with its expiry when the
+    // repo has an installation id, else the repo owner's OAuth token with expiry 0).
+    const scm = this.#netrcPassword(build, repo);
+    const pipeline = { ...options.pipeline, id: options.pipeline.id ?? `${options.org}_${options.repo}_${number}`, token: scm.token, token_exp: scm.expiration };
     this.#executables.set(build.id!, {
       id: this.#nextId(),
       build_id: build.id!,
@@ -351,6 +370,27 @@ export class VelaSim {
   }
 
   // ---------------------------------------------------------------- internals: model
+
+  /** Server scm/github/repo.go GetNetrcPassword, as the sim models it. */
+  #netrcPassword(build: VelaBuild, repo: VelaRepo): { token: string; expiration: number } {
+    const installId = typeof repo.install_id === 'number' ? repo.install_id : 0;
+    if (installId === 0) return { token: `gho_owner_${randomBytes(12).toString('hex')}`, expiration: 0 };
+    return this.#mintInstallToken(build.id!, [repo.name ?? ''], { contents: 'read' });
+  }
+
+  /** Mints and caches an install token (server cache/redis/store_install.go StoreInstallToken). */
+  #mintInstallToken(buildId: number, repositories: string[], permissions: Record<string, string>): InstallTokenRecord {
+    const rec: InstallTokenRecord = {
+      token: `ghs_${randomBytes(16).toString('hex')}`,
+      buildId,
+      expiration: now() + (this.#options.installTokenTtlSec ?? 3600),
+      repositories,
+      permissions,
+    };
+    this.installTokens.set(rec.token, rec);
+    this.installTokenLog.push(rec);
+    return rec;
+  }
 
   #nextId(): number {
     this.#ids += 1;
@@ -579,6 +619,49 @@ export class VelaSim {
       return { status: 200, body: e };
     });
 
+    // Server api/build/refresh_install.go RefreshInstallToken (router/build.go: MustBuildAccess).
+    this.#route('GET', `${B}/install_token`, ({ caller, params, headers }) => {
+      const b = this.#build(params);
+      this.#requireBuildAccess(caller, b);
+      if (b.status !== 'running' && b.status !== 'pending') throw new HttpError(400, 'unable to generate install token for build not in running or pending status');
+      const current = typeof headers.token === 'string' ? headers.token : '';
+      if (current === '') throw new HttpError(401, 'unable to retrieve installation token from request header');
+      const cached = this.installTokens.get(current);
+      if (!cached) throw new HttpError(401, 'unable to get installation token from cache: redis: nil');
+      this.installTokens.delete(current);
+      const fresh = this.#mintInstallToken(b.id!, cached.repositories, cached.permissions);
+      return { status: 200, body: { token: fresh.token, expiration: fresh.expiration } };
+    });
+
+    // Server api/build/post_install.go PostInstallToken (router/build.go: MustBuildAccess).
+    this.#route('POST', `${B}/install_token`, ({ caller, params, body }) => {
+      const b = this.#build(params);
+      this.#requireBuildAccess(caller, b);
+      if (!(typeof b.repo?.install_id === 'number' && b.repo.install_id !== 0)) throw new HttpError(400, 'repository does not have an installation ID, cannot generate install token');
+      if (b.status !== 'running') throw new HttpError(400, 'unable to generate install token for build not in running status');
+      const input = asObject(body);
+      const repositories = Array.isArray(input.repositories) ? input.repositories.filter((r): r is string => typeof r === 'string') : [];
+      const permissions = input.permissions && typeof input.permissions === 'object' ? (input.permissions as Record<string, string>) : {};
+      const t = this.#mintInstallToken(b.id!, repositories, permissions);
+      return { status: 200, body: { token: t.token, expiration: t.expiration } };
+    });
+
+    // Server api/build/id_request_token.go GetIDRequestToken (router/build.go: MustBuildAccess).
+    this.#route('GET', `${B}/id_request_token`, ({ caller, params, query }) => {
+      const b = this.#build(params);
+      this.#requireBuildAccess(caller, b);
+      const image = query.get('image') ?? '';
+      if (image === '') throw new HttpError(400, "no step 'image' provided in query parameters");
+      const request = query.get('request') ?? '';
+      if (request === '') throw new HttpError(400, "no 'request' provided in query parameters");
+      const commands = query.get('commands') ?? '';
+      if (commands !== '' && !['true', 'false', '1', '0', 't', 'f', 'TRUE', 'FALSE', 'True', 'False', 'T', 'F'].includes(commands)) {
+        throw new HttpError(400, `unable to parse 'commands' query parameter as boolean ${commands}`);
+      }
+      const ttl = (b.repo?.timeout ?? 30) * 60 + (this.#options.buildTokenBufferSec ?? 300);
+      return { status: 200, body: { token: this.mintToken('IDRequest', caller.claims.sub, ttl, { build_id: b.id!, repo: b.repo!.full_name! }) } };
+    });
+
     this.#route('GET', B, ({ caller, params }) => {
       const b = this.#build(params);
       this.#requireBuildAccess(caller, b);
@@ -596,6 +679,10 @@ export class VelaSim {
       for (const k of ['enqueued', 'started', 'finished'] as const) {
         const v = input[k];
         if (typeof v === 'number' && v > 0) b[k] = v;
+      }
+      // Server api/build/update.go: a build in a final state loses its install tokens.
+      if (!['running', 'pending', 'pending approval'].includes(b.status ?? '')) {
+        for (const [t, rec] of this.installTokens) if (rec.buildId === b.id) this.installTokens.delete(t);
       }
       return { status: 200, body: b };
     });
@@ -760,7 +847,7 @@ export class VelaSim {
       const caller = this.#authenticate(req);
       record.tokenType = caller.claims.token_type;
       if (raw.length > 0 && body === undefined) throw new HttpError(400, 'unable to decode JSON: invalid character in request body');
-      ({ status, body: payload } = route.handler({ caller, params, body, query: url.searchParams }));
+      ({ status, body: payload } = route.handler({ caller, params, body, query: url.searchParams, headers: req.headers }));
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
       status = e.status;

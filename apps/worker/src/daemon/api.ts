@@ -7,6 +7,15 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { probeRuntime } from '../runtimes.ts';
 import type { Daemon, SlotEntry } from './daemon.ts';
 
+/** The worker API's TLS settings (server.cert, server.cert-key, server.tls-min-version). */
+export interface ApiTls {
+  cert: Buffer;
+  key: Buffer;
+  minVersion: '1.0' | '1.1' | '1.2' | '1.3';
+}
+
+const TLS_VERSIONS = { '1.0': 'TLSv1', '1.1': 'TLSv1.1', '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' } as const;
+
 /** The `/version` body, in Vela's shape. */
 export function versionBody(version: string): Record<string, unknown> {
   const [core = '0.0.0', pre] = version.split('-', 2);
@@ -32,8 +41,15 @@ const json = (reply: FastifyReply, status: number, body: unknown): FastifyReply 
  * validates (`GET /validate-token`): no bearer → 400 `error parsing token`, a token the server
  * refuses → 401, the server unreachable → 500 `error validating token`, as go-vela/worker answers.
  */
-export function createApi(daemon: Daemon): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 64 * 1024, return503OnClosing: true });
+export function createApi(daemon: Daemon, options: { tls?: ApiTls } = {}): FastifyInstance {
+  const base = { logger: false, bodyLimit: 64 * 1024, return503OnClosing: true } as const;
+  // go-vela/worker cmd/vela-worker/server.go: TLS with the worker's certificate and key when the
+  // worker address is https, with tls.Config MinVersion from server.tls-min-version.
+  const app = (
+    options.tls
+      ? Fastify({ ...base, https: { cert: options.tls.cert, key: options.tls.key, minVersion: TLS_VERSIONS[options.tls.minVersion] } })
+      : Fastify(base)
+  ) as FastifyInstance;
   // POST /register takes no body; accept and ignore whatever comes.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
@@ -125,8 +141,9 @@ export function createApi(daemon: Daemon): FastifyInstance {
       api.delete('/executors/:id/build/cancel', async (req, reply) => {
         const e = slotOf(req, reply);
         if (!isEntry(e)) return e;
-        const build = await daemon.cancel(e.slot);
-        return build ? json(reply, 200, build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
+        const res = await daemon.cancel(e.slot);
+        // 200 with the build either way: the server parses the body as a Build whatever the status.
+        return res ? json(reply, 200, res.build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
       });
       api.post('/shutdown', (_req, reply) => json(reply, 501, 'This endpoint is not yet implemented'));
       done();

@@ -3,9 +3,10 @@
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
 import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Executor, type Reporter, combineReporters, runBuild, RuntimeEventRouter } from '@berth/executor';
+import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
@@ -16,9 +17,10 @@ import type { StartConfig } from '../vela/config.ts';
 import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
 import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
-import { createApi } from './api.ts';
+import { type ApiTls, createApi } from './api.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
+import { ScmAuth } from './scm-auth.ts';
 import { velaSecretLoader } from './secrets.ts';
 import { RunningBuildsFile } from './state.ts';
 
@@ -63,6 +65,11 @@ export interface SlotEntry {
   pipeline: Record<string, unknown>;
   repo: VelaBuild['repo'];
   executor: Executor | undefined;
+  /**
+   * A cancel that arrived before the executor existed (while the slot was starting: the worker
+   * PUT and its retries); the executor is cancelled with it as soon as it appears.
+   */
+  pendingCancel: Error | undefined;
   /** Settles when the build is over (reported, cleaned). */
   done: Promise<BuildResult | undefined>;
 }
@@ -193,15 +200,30 @@ export class Daemon {
   // ---------------------------------------------------------------- lifecycle
 
   async #listen(): Promise<void> {
-    this.#api = createApi(this);
+    const https = new URL(this.config.worker.addr).protocol === 'https:';
+    this.#api = createApi(this, https ? { tls: this.#tls() } : {});
     const host = this.#o.listen?.host ?? '0.0.0.0';
     // Without an explicit port in the worker address, listen on 8080 (the URL's default would be 80).
     const port = this.#o.listen?.port ?? (new URL(this.config.worker.addr).port === '' ? 8080 : this.config.worker.port);
     await this.#api.listen({ host, port });
     const addr = this.#api.server.address();
     const actualPort = typeof addr === 'object' && addr !== null ? addr.port : port;
-    this.#apiUrl = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`;
+    this.#apiUrl = `${https ? 'https' : 'http'}://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`;
     this.log.info({ url: this.#apiUrl }, 'worker API listening');
+  }
+
+  /** The certificate and key of an https worker address, read now so a bad path fails the start. */
+  #tls(): ApiTls {
+    const { cert, certKey, tlsMinVersion } = this.config.server;
+    if (!cert || !certKey) throw new Error('unable to run with TLS: the worker address is https but no certificate is set (set server.cert and server.cert-key, VELA_SERVER_CERT and VELA_SERVER_CERT_KEY)');
+    const read = (file: string, what: string): Buffer => {
+      try {
+        return readFileSync(file);
+      } catch (e) {
+        throw new Error(`expecting ${what} at ${file}, got ${errText(e)} (check server.${what === 'certificate file' ? 'cert' : 'cert-key'})`, { cause: e });
+      }
+    };
+    return { cert: read(cert, 'certificate file'), key: read(certKey, 'certificate key'), minVersion: tlsMinVersion };
   }
 
   async #createRuntime(): Promise<void> {
@@ -575,7 +597,7 @@ export class Daemon {
     const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
     if (typeof vb.enqueued === 'number' && vb.enqueued > 0) this.metrics.queueWait.observe(Math.max(0, started / 1000 - vb.enqueued));
     const client = claim.client;
-    const reporter = new VelaReporter({ client, build: vb, maxLogSize: this.config.executor.maxLogSize, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
+    const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
 
     // The compiled pipeline, checked.
     let build: Build | undefined;
@@ -601,6 +623,7 @@ export class Daemon {
       pipeline: sanitizePipeline(build),
       repo: vb.repo,
       executor: undefined,
+      pendingCancel: undefined,
       done: new Promise((r) => (resolveDone = r)),
     };
     this.slots.set(slot, entry);
@@ -610,20 +633,31 @@ export class Daemon {
     this.log.info({ ...where }, 'build claimed');
     await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
 
+    const scm = new ScmAuth({
+      client,
+      org,
+      repo: name,
+      number: vb.number,
+      build,
+      serverAddr: this.config.server.addr,
+      logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
+    });
+    const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
     const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
     let result: BuildResult | undefined;
     try {
       result = await runBuild(this.#root, {
         build,
         runtime: this.#runtime!,
-        reporter: combineReporters(reporter, this.#metricsReporter(where)),
+        // The SCM reporter after the Vela one: the build is running on the server when it asks for tokens.
+        reporter: combineReporters(reporter, scm.reporter(), this.#metricsReporter(where)),
         timeoutMs,
         logStreamingGraceMs: this.config.executor.logStreamingTimeoutMs,
         ...(this.#o.cleanupTimeoutMs === undefined ? {} : { cleanupTimeoutMs: this.#o.cleanupTimeoutMs }),
         ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
         ruleData: ruleDataOf(vb),
         loadSecret: velaSecretLoader(client, { org, name }),
-        environment: runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) }),
+        environment: (container) => ({ ...environment(container), ...scm.environment(container) }),
         events: this.#events,
         host: this.workerId,
         version: this.version,
@@ -634,8 +668,9 @@ export class Daemon {
         },
         onStart: (executor) => {
           entry.executor = executor;
-          // Drain already forced while the claim ran: cancel at once.
-          if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
+          // A cancel recorded while the slot was starting, or a drain forced meanwhile: cancel at once.
+          if (entry.pendingCancel) executor.cancelBuild(entry.pendingCancel);
+          else if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
         },
       });
       const status = result.status;
@@ -707,20 +742,37 @@ export class Daemon {
 
   /**
    * Cancels the build in `slot` (the API's cancel route) and waits, up to `waitMs`, for it to be
-   * reported and cleaned. Returns the build as the server last stored it, with status `canceled`.
+   * reported and cleaned. A cancel that arrives before the slot's executor exists is recorded and
+   * honoured when it appears. Returns the build as the server last stored it, with status
+   * `canceled` only when the cancel took effect: a build that had already ended (or had begun
+   * destroying) is returned with the status it ended with, and `canceled` is false.
+   * Undefined when the slot runs nothing.
    */
-  async cancel(slot: number, waitMs = 25_000): Promise<VelaBuild | undefined> {
+  async cancel(slot: number, waitMs = 25_000): Promise<{ build: VelaBuild; canceled: boolean } | undefined> {
     const entry = this.slots.get(slot);
     if (!entry) return undefined;
-    this.log.warn({ slot, build: entry.build().id }, 'build canceled through the API');
-    entry.executor?.cancelBuild(new Error('canceled through the worker API'));
+    const where = { slot, build: entry.build().id };
+    const executor = entry.executor;
+    if (executor && isFinal(executor.status)) {
+      // execBuild is over: destroy runs or ran, and cancelBuild would do nothing (Go's cancel still
+      // says `canceled`; Berth tells what happened).
+      this.log.warn({ ...where, status: executor.status }, 'cancel through the API: the build had already ended; nothing canceled');
+      return { build: { ...entry.build(), status: executor.status }, canceled: false };
+    }
+    const cause = new Error('canceled through the worker API');
+    if (executor) executor.cancelBuild(cause);
+    else entry.pendingCancel ??= cause;
+    this.log.warn({ ...where, executor: executor ? 'running' : 'starting' }, executor ? 'build canceled through the API' : 'build canceled through the API while its slot starts: recorded, applied when the build starts');
     const [ctx, cancel] = withTimeout(this.#root, waitMs);
+    let result: BuildResult | undefined;
+    let settled = false;
     try {
-      await Promise.race([entry.done, ctx.done()]);
+      result = await Promise.race([entry.done.then((r) => ((settled = true), r)), ctx.done().then(() => undefined)]);
     } finally {
       cancel();
     }
-    return { ...entry.build(), status: 'canceled' };
+    if (settled && result?.status !== 'canceled') return { build: { ...entry.build(), status: result?.status ?? entry.build().status ?? 'error' }, canceled: false };
+    return { build: { ...entry.build(), status: 'canceled' }, canceled: true };
   }
 
   // ---------------------------------------------------------------- shutdown

@@ -109,6 +109,8 @@ export interface CallOptions {
   retry?: RetryOptions;
   /** Stops retrying when this returns false for an error that would be retried. */
   shouldRetry?: (e: VelaApiError) => boolean;
+  /** Extra request headers (the install-token refresh sends `Token`). */
+  headers?: Record<string, string>;
 }
 
 const encode = encodeURIComponent;
@@ -204,6 +206,48 @@ export class VelaClient {
   }
 
   /**
+   * `GET …/builds/{n}/install_token` (build token, header `Token: <current install token>`) → a
+   * fresh SCM install token and its expiration (Unix seconds). Server `api/build/refresh_install.go`
+   * RefreshInstallToken: 400 unless the build is pending or running, 401 when the `Token` is not
+   * one it minted. Not retried after a 4xx: the server evicts the old token when it mints a new one.
+   */
+  async refreshInstallToken(ctx: Context, org: string, repo: string, build: number, installToken: string, opts?: CallOptions): Promise<{ token: string; expiration: number }> {
+    const path = `${buildPath(org, repo, build)}/install_token`;
+    const t = await this.request<VelaToken>(ctx, 'GET', path, undefined, { retry: { attempts: 2 }, ...opts, headers: { token: installToken } });
+    return { token: tokenOf(t, `GET ${path}`), expiration: typeof t?.expiration === 'number' ? t.expiration : 0 };
+  }
+
+  /**
+   * `POST …/builds/{n}/install_token` (build token) with `{repositories, permissions}` → an install
+   * token scoped to those repositories (a step's `git.token`). Server `api/build/post_install.go`
+   * PostInstallToken: 400 unless the build is running and the repo has an installation id.
+   */
+  async postInstallToken(
+    ctx: Context,
+    org: string,
+    repo: string,
+    build: number,
+    request: { repositories: string[]; permissions: Record<string, string> },
+    opts?: CallOptions,
+  ): Promise<{ token: string; expiration: number }> {
+    const path = `${buildPath(org, repo, build)}/install_token`;
+    const t = await this.request<VelaToken>(ctx, 'POST', path, request, { retry: { attempts: 2 }, ...opts });
+    return { token: tokenOf(t, `POST ${path}`), expiration: typeof t?.expiration === 'number' ? t.expiration : 0 };
+  }
+
+  /**
+   * `GET …/builds/{n}/id_request_token?image=&request=&commands=true` (build token) → the token a
+   * step exchanges for an OIDC token (server `api/build/id_request_token.go` GetIDRequestToken;
+   * `commands` is omitted when false, as the SDK's query encoder does).
+   */
+  async idRequestToken(ctx: Context, org: string, repo: string, build: number, request: { image: string; request: string; commands: boolean }, opts?: CallOptions): Promise<string> {
+    const q = new URLSearchParams({ image: request.image, request: request.request });
+    if (request.commands) q.set('commands', 'true');
+    const path = `${buildPath(org, repo, build)}/id_request_token`;
+    return tokenOf(await this.request<VelaToken>(ctx, 'GET', `${path}?${q.toString()}`, undefined, opts), `GET ${path}`);
+  }
+
+  /**
    * `GET …/builds/{n}/executable` (build token) → the executable and its decoded pipeline JSON.
    * The server deletes the executable on read: a retry after a lost answer gets a 500, so retries
    * stop when the server says it cannot pop it.
@@ -283,7 +327,7 @@ export class VelaClient {
     for (let attempt = 1; ; attempt++) {
       if (ctx.signal.aborted) throw errOf(ctx);
       try {
-        return await this.#attempt<T>(ctx, method, path, body, attempt);
+        return await this.#attempt<T>(ctx, method, path, body, attempt, opts.headers);
       } catch (e) {
         if (!(e instanceof VelaApiError)) throw e;
         const again = e.retryable && attempt < attempts && (opts.shouldRetry?.(e) ?? true);
@@ -297,7 +341,7 @@ export class VelaClient {
     }
   }
 
-  async #attempt<T>(ctx: Context, method: string, path: string, body: unknown, attempt: number): Promise<T> {
+  async #attempt<T>(ctx: Context, method: string, path: string, body: unknown, attempt: number, headers: Record<string, string> = {}): Promise<T> {
     const [callCtx, cancel] = withTimeout(ctx, this.#options.timeoutMs ?? 15_000);
     try {
       let res: Response;
@@ -309,6 +353,7 @@ export class VelaClient {
             'content-type': 'application/json',
             accept: 'application/json',
             'user-agent': this.#options.userAgent ?? 'berth-worker (vela-sdk-go compatible)',
+            ...headers,
           },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
           signal: callCtx.signal,

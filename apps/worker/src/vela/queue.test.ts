@@ -45,7 +45,8 @@ describe('VelaQueue', () => {
     const worker = new VelaClient({ address: sim.url, token: sim.secret });
     const claim = await claimBuild(background(), worker, res.item);
     expect(claim.kind).toBe('claimed');
-    if (claim.kind === 'claimed') expect(claim.pipeline).toEqual({ ...pipeline, id: expect.any(String) as unknown });
+    // The server adds the SCM token to the executable (S api/build/compile_publish.go).
+    if (claim.kind === 'claimed') expect(claim.pipeline).toEqual({ ...pipeline, id: expect.any(String) as unknown, token: expect.stringMatching(/^gho_/) as unknown, token_exp: 0 });
   });
 
   it('reports a bad signature, with what the item claims marked unverified', async () => {

@@ -26,7 +26,7 @@ const pipeline = {
 
 const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function claimed(): Promise<{ reporterFor: (o?: { maxLogSize?: number }) => VelaReporter; build: ReportedBuild; id: number; repo: string }> {
+async function claimed(): Promise<{ reporterFor: () => VelaReporter; build: ReportedBuild; id: number; repo: string }> {
   const repo = `rep-${randomUUID().slice(0, 8)}`;
   const { build } = await sim.enqueueBuild({ org: 'octo', repo, pipeline, noPush: true });
   const token = sim.mintToken('WorkerBuild', 'w1', 600, { build_id: build.id!, repo: `octo/${repo}` });
@@ -118,16 +118,16 @@ describe('VelaReporter', () => {
     expect(sent).toBeLessThanOrEqual(3.5 * input.length + 256 * 1024);
   });
 
-  it('keeps at most VELA_EXECUTOR_MAX_LOG_SIZE bytes, and services log to their own route', async () => {
+  it('uploads what the executor delivers without cutting it again (its cap already applied), and services log to their own route', async () => {
     const { reporterFor, id } = await claimed();
-    const r = reporterFor({ maxLogSize: 1000 });
+    const r = reporterFor();
     const ctx = background();
     const svc: Target = { kind: 'service', name: 'db', number: 1, id: 'service_db', image: 'postgres:16' };
     await r.appendLog(ctx, svc, Buffer.alloc(700, 'a'));
     await r.appendLog(ctx, svc, Buffer.alloc(700, 'b'));
     await r.closeLog(ctx, svc);
-    expect(sim.serviceLog(id, 1)?.toString()).toBe('a'.repeat(700) + 'b'.repeat(300));
-    expect(r.uploadStats().get('service:1')).toMatchObject({ logBytes: 1000, droppedBytes: 400, complete: true });
+    expect(sim.serviceLog(id, 1)?.toString()).toBe('a'.repeat(700) + 'b'.repeat(700));
+    expect(r.uploadStats().get('service:1')).toMatchObject({ logBytes: 1400, droppedBytes: 0, complete: true });
   });
 });
 

@@ -16,8 +16,6 @@ export interface VelaReporterOptions {
   client: VelaClient;
   /** The build as the queue item (or the server) gave it; the reporter PUTs it back with each status. */
   build: ReportedBuild;
-  /** VELA_EXECUTOR_MAX_LOG_SIZE: bytes of each log kept and uploaded; 0: no limit. */
-  maxLogSize?: number;
   /** Tuning of the log uploads (budget, growth fraction, interval). */
   upload?: Omit<WholeLogUploaderOptions, 'upload' | 'maxBytes' | 'onError'>;
   /** Retries of status PUTs (default 5 attempts). */
@@ -108,7 +106,9 @@ export class VelaReporter implements Reporter {
       const kind = target.kind === 'service' ? 'services' : 'steps';
       up = new WholeLogUploader({
         ...this.#options.upload,
-        maxBytes: this.#options.maxLogSize ?? 0,
+        // No cap here: the executor's cap (VELA_EXECUTOR_MAX_LOG_SIZE) already bounds the log and
+        // adds its truncation markers and rolling tail; cutting again would drop exactly those.
+        maxBytes: 0,
         // One attempt per upload: the uploader retries the final one itself and counts every byte.
         upload: (c, log) => this.#client.updateLog(c, this.#org, this.#repo, this.#build.number, kind, target.number, log, { retry: { attempts: 1 } }),
         onError: (e, final) =>

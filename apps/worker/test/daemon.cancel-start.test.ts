@@ -1,0 +1,79 @@
+// Issue #13 item 5: an API cancel that arrives while a slot is starting is honoured when the
+// executor appears, and the answer says what really happened. go-vela/worker api/build.go
+// CancelBuild answers `canceled` whatever happened; Berth tells the truth (the server stores
+// `canceled` either way: S api/build/cancel.go).
+import { randomUUID } from 'node:crypto';
+import { VelaSim } from '@berth/vela-sim';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+
+let sim: VelaSim;
+let worker: WorkerHandle;
+const route = uniqueRoute('cancel');
+
+beforeAll(async () => {
+  sim = await VelaSim.start();
+  worker = await startWorker(sim, { route });
+  await waitFor('the worker to register', () => worker.daemon.registered);
+  // The start-up reap PUTs the worker with its (empty) running builds; after it the slots pop.
+  await waitFor('the reap to end', () => sim.callsTo('PUT', `/api/v1/workers/${worker.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')));
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await sim?.close();
+});
+
+const api = (path: string, init: RequestInit = {}): Promise<Response> =>
+  fetch(`${worker.daemon.url}${path}`, { ...init, headers: { authorization: `Bearer ${sim.serverToWorkerToken()}` } });
+
+async function enqueue(yaml: string) {
+  const repo = `r-${randomUUID().slice(0, 8)}`;
+  const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(yaml, { org: 'octo', repo, number: 1 }), route });
+  return { id: build.id!, repo };
+}
+
+describe('API cancel around the edges of a build (Docker)', { timeout: 90_000 }, () => {
+  it('a cancel during the slot start (worker PUT held) is recorded and cancels the build when it starts', async () => {
+    // The claim's worker PUT gets no answer until the client's 5 s timeout: the slot is starting.
+    sim.fail({ method: 'PUT', path: `/api/v1/workers/${worker.hostname}`, kind: 'timeout', times: 1 });
+    const { id } = await enqueue(`
+version: "1"
+steps:
+  - name: work
+    image: ${IMAGE}
+    pull: never
+    commands: [ "echo ran" ]
+`);
+    await waitFor('the slot to start', () => worker.daemon.slots.get(0));
+    expect(worker.daemon.slots.get(0)!.executor).toBeUndefined();
+    const res = await api('/api/v1/executors/0/build/cancel', { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    expect((await res.json()) as { id: number; status: string }).toMatchObject({ id, status: 'canceled' });
+    await waitFor('the final status', () => ['success', 'failure', 'error', 'canceled'].includes(sim.builds.get(id)?.status ?? ''), 30_000);
+    expect(sim.builds.get(id)!.status).toBe('canceled');
+    expect(sim.stepLog(id, 2)?.toString('utf8') ?? '').not.toContain('ran');
+    expect(worker.logged(/while its slot starts/)).toHaveLength(1);
+    await waitFor('the slot to be free', () => worker.daemon.slots.size === 0);
+    expect(labelled(worker.hostname)).toEqual([]);
+  });
+
+  it('a cancel after the build ended (its final PUT held) answers the status it ended with', async () => {
+    const { id, repo } = await enqueue(`
+version: "1"
+steps:
+  - name: work
+    image: ${IMAGE}
+    pull: never
+    commands: [ "echo ran" ]
+`);
+    await waitFor('the step to succeed', () => sim.stepsOf(id).find((s) => s.number === 2)?.status === 'success', 30_000);
+    // Hold the next build PUT (the final one): the executor has its final status, the slot is still busy.
+    sim.fail({ method: 'PUT', path: `/api/v1/repos/octo/${repo}/builds/1`, kind: 'timeout', times: 1 });
+    await waitFor('the build to end in the executor', () => worker.daemon.slots.get(0)?.executor?.status === 'success', 30_000);
+    const res = await api('/api/v1/executors/0/build/cancel', { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    expect((await res.json()) as { id: number; status: string }).toMatchObject({ id, status: 'success' });
+    await waitFor('the slot to be free', () => worker.daemon.slots.size === 0, 30_000);
+  });
+});
