@@ -18,3 +18,4 @@ export {
 } from './context.ts';
 export { TaskGroup, type TaskGroupOptions } from './task-group.ts';
 export { Channel, type ReceiveResult } from './channel.ts';
+export { formatGoDuration, parseGoDuration } from './duration.ts';

@@ -10,7 +10,7 @@ import { DEFAULT_ENGINE } from './engine.ts';
 import { DummyRuntime, type DummyRuntimeOptions } from './runtime.ts';
 import { parseImageReference } from '@berth/pipeline';
 
-export { DummyRuntime, parseDuration, type DummyRuntimeOptions } from './runtime.ts';
+export { DummyRuntime, type DummyRuntimeOptions } from './runtime.ts';
 export { DEFAULT_ENGINE, DummyEngine, type DummyContainer, type DummyResource, type Owner } from './engine.ts';
 export { LogStore, tailLog } from './log.ts';
 

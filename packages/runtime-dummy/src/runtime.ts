@@ -1,4 +1,4 @@
-import { errOf, sleep, type Context } from '@berth/context';
+import { errOf, parseGoDuration, sleep, type Context } from '@berth/context';
 import { parseImageReference, type Build, type Container } from '@berth/pipeline';
 import {
   isPrivilegedImage,
@@ -43,14 +43,6 @@ export interface DummyRuntimeOptions {
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const CAPS_DEFAULT = '00000000a80425fb';
 const CAPS_PRIVILEGED = '000001ffffffffff';
-
-/** `500ms`, `2s`, `1.5m`, `1h`; a bare number is milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-  if (!match) return undefined;
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
-  return Number(match[1]) * unit;
-}
 
 /**
  * The dummy runtime: containers are in-memory processes of a tiny shell, behaving as their
@@ -272,10 +264,16 @@ export class DummyRuntime implements Runtime {
     let status: number;
     try {
       if (env.DUMMY_OUTPUT !== undefined) record.log.append(env.DUMMY_OUTPUT);
-      const pause = env.DUMMY_SLEEP === undefined ? undefined : parseDuration(env.DUMMY_SLEEP);
-      if (pause !== undefined) await shell.sleep(pause);
-      status = argv.length > 0 ? await shell.runArgv(argv, { stdin: EMPTY_INPUT, stdout: log, stderr: log }) : 0;
-      if (env.DUMMY_EXIT_CODE !== undefined) status = Number(env.DUMMY_EXIT_CODE) & 255;
+      // A Go duration, as Woodpecker's dummy backend reads SLEEP (time.ParseDuration).
+      const pause = env.DUMMY_SLEEP === undefined ? undefined : parseGoDuration(env.DUMMY_SLEEP.trim());
+      if (env.DUMMY_SLEEP !== undefined && (pause === undefined || pause < 0)) {
+        record.log.append(`[dummy] DUMMY_SLEEP ${JSON.stringify(env.DUMMY_SLEEP)} is not a Go duration: write e.g. 500ms, 2s or 1m30s\n`);
+        status = 2;
+      } else {
+        if (pause !== undefined) await shell.sleep(pause);
+        status = argv.length > 0 ? await shell.runArgv(argv, { stdin: EMPTY_INPUT, stdout: log, stderr: log }) : 0;
+        if (env.DUMMY_EXIT_CODE !== undefined) status = Number(env.DUMMY_EXIT_CODE) & 255;
+      }
     } catch (error) {
       if (error instanceof Killed) {
         status = 128 + error.signalNumber;

@@ -4,7 +4,7 @@ import { applyScript, type Container } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeConfig, type RuntimeEvent } from '@berth/runtime';
 import { conformanceBuild, conformanceStep, runToCompletion, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
 import { describe, expect, it } from 'vitest';
-import { dummyRuntime, DummyEngine, parseDuration, type DummyRuntimeOptions } from '../src/index.ts';
+import { dummyRuntime, DummyEngine, type DummyRuntimeOptions } from '../src/index.ts';
 
 const IMAGE = 'berth/busybox:1.35';
 
@@ -115,7 +115,17 @@ describe('the dummy runtime', () => {
     });
   });
 
-  it('parses Go-like durations, bare numbers as milliseconds', () => {
-    expect([parseDuration('500ms'), parseDuration('2s'), parseDuration('1.5m'), parseDuration('250'), parseDuration('soon')]).toEqual([500, 2000, 90_000, 250, undefined]);
+  // Woodpecker's dummy backend reads SLEEP with Go's time.ParseDuration; so does this one.
+  it('reads DUMMY_SLEEP as a Go duration and fails the container, saying why, on anything else', async () => {
+    const runtime = await create();
+    const started = performance.now();
+    const slept = await runStep(runtime, { environment: { DUMMY_SLEEP: '100ms50ms' } });
+    expect(slept.exit.exitCode).toBe(0);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150); // a lower bound: sleeping guarantees it
+    for (const bad of ['250', 'soon', '-1s']) {
+      const result = await runStep(runtime, { environment: { DUMMY_SLEEP: bad } });
+      expect(result.exit.exitCode).toBe(2);
+      expect(result.logs).toContain(`DUMMY_SLEEP ${JSON.stringify(bad)} is not a Go duration`);
+    }
   });
 });

@@ -4,22 +4,10 @@
  * with zod, with one error listing every problem.
  */
 import { hostname as osHostname } from 'node:os';
+import { parseGoDuration } from '@berth/context';
 import { z } from 'zod';
 
-/**
- * Parses a Go duration (`300ms`, `15s`, `1m30s`, `1.5h`, `0`) into milliseconds; undefined when
- * malformed. Units: ns, us (µs), ms, s, m, h.
- */
-export function parseGoDuration(text: string): number | undefined {
-  const s = text.trim();
-  if (s === '0') return 0;
-  const m = /^([+-]?)((?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(s);
-  if (!m) return undefined;
-  const unitMs: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  for (const part of m[2]!.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(part[1]) * unitMs[part[2]!]!;
-  return m[1] === '-' ? -total : total;
-}
+export { parseGoDuration };
 
 /** Go's strconv.ParseBool. */
 function parseGoBool(text: string): boolean | undefined {
