@@ -4,6 +4,7 @@
  */
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair } from 'yaml';
 import { velaEnvironment, toVelaString, type EnvironmentInput } from './environment.ts';
+import { EVAL_SUBSET, parseEval } from './eval.ts';
 import { filepathMatch } from './glob.ts';
 import { prepareBuild, sanitizeContainerId, type BuildIdentity } from './ids.ts';
 import { parseImageReference } from './image.ts';
@@ -439,7 +440,11 @@ function parseRuleLists(ctx: Ctx, keys: Map<string, Entry>, rules: Rules): void 
     const entry = keys.get(key);
     if (entry === undefined) continue;
     if (key === 'eval') {
-      ctx.error(entry.keyNode, 'ruleset "eval" expressions are not supported by Berth', 'express the condition with branch, event, path, status … rules');
+      // compiler/types/pipeline/ruleset.go MatchRules compiles it with expr-lang: check it now.
+      const source = ctx.string(entry, 'ruleset eval');
+      const parsed = parseEval(source);
+      if (!parsed.ok) ctx.error(entry.value, `ruleset eval ${JSON.stringify(source)}: ${parsed.error}`, EVAL_SUBSET, entry.keyNode);
+      rules.eval = source;
       continue;
     }
     let values = ctx.strings(entry, `ruleset ${key}`);
@@ -1063,7 +1068,8 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   const keep = (p: Parsed): boolean => {
     if (ruleData === undefined) return true;
     try {
-      return matchRuleset(p.container.ruleset, { ...ruleData, env: undefined });
+      // compiler/types/pipeline/container.go ContainerSlice.Purge: eval sees the container's environment.
+      return matchRuleset(p.container.ruleset, { ...ruleData, env: p.container.environment });
     } catch (error) {
       ctx.error(p.origin.node, `unable to process ruleset for step ${p.container.name}: ${(error as Error).message}`);
       return false;

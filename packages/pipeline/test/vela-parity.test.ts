@@ -41,7 +41,6 @@ const KNOWN_DISAGREEMENTS: Record<string, string> = {
   'server/compiler/native/testdata/pipeline_type.star': 'Starlark is refused by design',
   'server/compiler/native/testdata/pipeline_type_go.yml': 'Go template pipelines are not implemented yet',
   'server/compiler/native/testdata/stages_pipeline_template.yml': 'templates are not implemented yet',
-  'server/compiler/native/testdata/steps_pipeline.yml': 'ruleset eval is refused',
   'server/compiler/native/testdata/steps_pipeline_template.yml': 'templates are not implemented yet',
   'server/compiler/native/testdata/template_calls_template.yml': 'templates are not implemented yet',
   'server/compiler/native/testdata/template_name.yml': 'templates are not implemented yet',
