@@ -34,7 +34,8 @@ export function compileFile(file: string, cwd: string, options: Omit<CompileOpti
   const result = compilePipeline(readPipelineFile(file, cwd), { ...options, file });
   if (!result.ok) {
     const count = result.errors.length;
-    throw new CommandError(`${formatCompileErrors(result.errors)}\n${count} problem${count === 1 ? '' : 's'} in ${file}`, EXIT.failed);
+    const warnings = result.warnings.map((w) => `warning: ${w}\n`).join('');
+    throw new CommandError(`${warnings}${formatCompileErrors(result.errors)}\n${count} problem${count === 1 ? '' : 's'} in ${file}`, EXIT.failed);
   }
   return { build: result.build, warnings: result.warnings };
 }

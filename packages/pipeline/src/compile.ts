@@ -4,8 +4,9 @@
  */
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair } from 'yaml';
 import { velaEnvironment, toVelaString, type EnvironmentInput } from './environment.ts';
+import { EVAL_SUBSET, parseEval } from './eval.ts';
 import { filepathMatch } from './glob.ts';
-import { prepareBuild, type BuildIdentity } from './ids.ts';
+import { prepareBuild, sanitizeContainerId, type BuildIdentity } from './ids.ts';
 import { parseImageReference } from './image.ts';
 import {
   emptyBuild,
@@ -26,7 +27,7 @@ import {
   type Ulimit,
   type Volume,
 } from './model.ts';
-import { goRegExp, matchRuleset, type RuleData } from './ruleset.ts';
+import { goRegExp, matchRuleset, rulesEmpty, type RuleData } from './ruleset.ts';
 import { envsubst, velaLookup } from './substitute.ts';
 
 /** One problem in a pipeline file, located where it is. Lines and columns are 1-based. */
@@ -68,10 +69,18 @@ export interface CompileOptions {
    * ignored at this point (status `pending`). When absent, every container is kept.
    */
   ruleData?: RuleData;
+  /**
+   * Unknown keys are errors instead of warnings (Vela ignores them silently; Berth warns by
+   * default, naming the closest known key).
+   */
+  strict?: boolean;
 }
 
-/** The result of {@link compilePipeline}. */
-export type CompileResult = { ok: true; build: Build; warnings: string[] } | { ok: false; errors: CompileError[] };
+/**
+ * The result of {@link compilePipeline}. Warnings (`file:line:column: message (hint)`) come with
+ * either outcome.
+ */
+export type CompileResult = { ok: true; build: Build; warnings: string[] } | { ok: false; errors: CompileError[]; warnings: string[] };
 
 /** Vela's default clone image (`target/vela-git-slim`). */
 export const DEFAULT_CLONE_IMAGE = 'target/vela-git-slim:latest';
@@ -142,6 +151,8 @@ interface Entry {
   key: string;
   keyNode: Node;
   value: Node | null;
+  /** The entry came from a merge key (`<<`). */
+  merged: boolean;
 }
 
 class Ctx {
@@ -150,10 +161,30 @@ class Ctx {
   readonly file: string;
   readonly lc: LineCounter;
   readonly doc: Document;
-  constructor(file: string, lc: LineCounter, doc: Document) {
+  readonly strict: boolean;
+  constructor(file: string, lc: LineCounter, doc: Document, strict = false) {
     this.file = file;
     this.lc = lc;
     this.doc = doc;
+    this.strict = strict;
+  }
+
+  /** A warning located like an error: `file:line:column: message (hint)`, each once. */
+  warn(node: Node | null | undefined, message: string, hint?: string): void {
+    const { line, col } = this.lc.linePos(node?.range?.[0] ?? 0);
+    const text = `${this.file}:${line}:${col}: ${message}${hint !== undefined ? ` (${hint})` : ''}`;
+    if (!this.warnings.includes(text)) this.warnings.push(text);
+  }
+
+  /**
+   * An unknown key: a warning (Vela ignores unknown keys), an error with `strict`. The hint names
+   * the closest known key, or lists them.
+   */
+  unknownKey(keyNode: Node, key: string, what: string, allowed: readonly string[]): void {
+    const s = suggest(key, allowed);
+    const hint = s !== undefined ? `did you mean "${s}"?` : `known keys: ${allowed.join(', ')}`;
+    if (this.strict) this.error(keyNode, `unknown key "${key}" in ${what}`, hint);
+    else this.warn(keyNode, `unknown key "${key}" in ${what}, ignored`, hint);
   }
 
   error(node: Node | null | undefined, message: string, hint?: string, fallback?: Node | null): void {
@@ -184,9 +215,12 @@ class Ctx {
     }
     const explicit: Entry[] = [];
     const merged: Entry[] = [];
-    const visit = (pair: Pair, into: Entry[], mergeInto: Entry[]): void => {
+    let mergeKeys = 0;
+    const visit = (pair: Pair, into: Entry[], mergeInto: Entry[], top: boolean): void => {
       const keyNode = pair.key as Node;
       if (isScalar(keyNode) && (keyNode.value === '<<' || (typeof keyNode.value === 'symbol' && keyNode.value.description === '<<'))) {
+        // internal/yaml.go collapseMergeAnchors: Vela collapses repeated `<<` keys into one list, with a warning.
+        if (top && ++mergeKeys > 1) this.warn(keyNode, 'duplicate << keys in single YAML map');
         const target = this.resolve(pair.value);
         const sources = target !== null && isSeq(target) ? target.items.map((i) => this.resolve(i)) : [target];
         for (const source of sources) {
@@ -194,7 +228,7 @@ class Ctx {
             this.error(keyNode, 'a merge key (<<) must refer to a mapping', 'anchor a mapping (&name { … }) and merge that');
             continue;
           }
-          for (const p of source.items) visit(p, mergeInto, mergeInto);
+          for (const p of source.items) visit(p, mergeInto, mergeInto, false);
         }
         return;
       }
@@ -202,9 +236,9 @@ class Ctx {
         this.error(keyNode, `${what} keys must be strings`);
         return;
       }
-      into.push({ key: scalarText(keyNode), keyNode, value: this.resolve(pair.value) });
+      into.push({ key: scalarText(keyNode), keyNode, value: this.resolve(pair.value), merged: into === merged });
     };
-    for (const item of node.items) visit(item, explicit, merged);
+    for (const item of node.items) visit(item, explicit, merged, true);
     const seen = new Set(explicit.map((e) => e.key));
     const out = [...explicit];
     for (const e of merged) {
@@ -216,15 +250,14 @@ class Ctx {
     return out;
   }
 
-  /** Entries, with unknown keys reported (with a hint) and dropped. */
+  /** Entries, with unknown keys reported ({@link unknownKey}) and dropped. */
   known(node: Node, what: string, allowed: readonly string[]): Map<string, Entry> | null {
     const list = this.entries(node, what);
     if (list === null) return null;
     const out = new Map<string, Entry>();
     for (const e of list) {
       if (!allowed.includes(e.key)) {
-        const s = suggest(e.key, allowed);
-        this.error(e.keyNode, `unknown key "${e.key}" in ${what}`, s !== undefined ? `did you mean "${s}"?` : `known keys: ${allowed.join(', ')}`);
+        this.unknownKey(e.keyNode, e.key, what, allowed);
         continue;
       }
       out.set(e.key, e);
@@ -276,8 +309,10 @@ class Ctx {
     const out: Record<string, string> = {};
     if (entry === undefined || this.isNull(entry.value)) return out;
     const v = entry.value;
-    if (v !== null && isSeq(v)) {
-      for (const item of v.items) {
+    // compiler/types/raw/map.go StringSliceMap.UnmarshalYAML: a StringSlice first, and a
+    // StringSlice accepts one string.
+    if (v !== null && (isSeq(v) || isScalar(v))) {
+      for (const item of isSeq(v) ? v.items : [v]) {
         const n = this.resolve(item);
         if (n === null || !isScalar(n)) {
           this.error(n, `${what} entries must be KEY=VALUE strings`, undefined, v);
@@ -405,7 +440,11 @@ function parseRuleLists(ctx: Ctx, keys: Map<string, Entry>, rules: Rules): void 
     const entry = keys.get(key);
     if (entry === undefined) continue;
     if (key === 'eval') {
-      ctx.error(entry.keyNode, 'ruleset "eval" expressions are not supported by Berth', 'express the condition with branch, event, path, status … rules');
+      // compiler/types/pipeline/ruleset.go MatchRules compiles it with expr-lang: check it now.
+      const source = ctx.string(entry, 'ruleset eval');
+      const parsed = parseEval(source);
+      if (!parsed.ok) ctx.error(entry.value, `ruleset eval ${JSON.stringify(source)}: ${parsed.error}`, EVAL_SUBSET, entry.keyNode);
+      rules.eval = source;
       continue;
     }
     let values = ctx.strings(entry, `ruleset ${key}`);
@@ -622,6 +661,8 @@ function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secret orig
   if (
     kind === 'step' &&
     !template &&
+    name !== 'clone' &&
+    name !== 'init' &&
     c.commands.length === 0 &&
     Object.keys(ownEnvironment).length === 0 &&
     Object.keys(parameters).length === 0 &&
@@ -810,30 +851,31 @@ function findCycle(stages: ParsedStage[]): string[] | null {
 export function compilePipeline(source: string, options: CompileOptions): CompileResult {
   const file = options.file;
   if (/\.(star|py)$/i.test(file)) {
-    return { ok: false, errors: [{ file, line: 1, column: 1, message: 'starlark pipelines are not supported by Berth', hint: 'write the pipeline as YAML (version "1")' }] };
+    return { ok: false, errors: [{ file, line: 1, column: 1, message: 'starlark pipelines are not supported by Berth', hint: 'write the pipeline as YAML (version "1")' }], warnings: [] };
   }
   const lc = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lc, merge: true, uniqueKeys: true, prettyErrors: false });
-  const ctx = new Ctx(file, lc, doc);
+  const ctx = new Ctx(file, lc, doc, options.strict === true);
   if (doc.errors.length > 0) {
     for (const err of doc.errors) {
       const { line, col } = lc.linePos(err.pos[0]);
       ctx.errors.push({ file, line, column: col, message: `invalid YAML: ${err.message.split('\n')[0] ?? err.message}` });
     }
-    return { ok: false, errors: ctx.errors };
+    return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
   }
   const root = ctx.resolve(doc.contents);
   if (root === null || !isMap(root)) {
     ctx.error(root, 'a pipeline must be a YAML mapping with version and steps or stages', 'start with version: "1"');
-    return { ok: false, errors: ctx.errors };
+    return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
   }
   const all = ctx.entries(root, 'pipeline') ?? [];
   const top = new Map<string, Entry>();
   for (const e of all) {
-    if (e.key === 'aliases' || e.key.startsWith('x-') || e.key.startsWith('.')) continue;
     if (!TOP_KEYS.includes(e.key)) {
-      const s = suggest(e.key, TOP_KEYS);
-      ctx.error(e.keyNode, `unknown key "${e.key}" in pipeline`, s !== undefined ? `did you mean "${s}"?` : `known keys: ${TOP_KEYS.join(', ')} (anchors may live under aliases or x-* keys)`);
+      // Anchors are parked under top-level keys (`aliases:`, `x-*:`, `step-anchor: &a`, or a
+      // top-level `<<: &a`): those stay silent.
+      const parked = e.key === 'aliases' || e.key.startsWith('x-') || e.key.startsWith('.') || e.merged || (e.value !== null && typeof e.value.anchor === 'string');
+      if (!parked) ctx.unknownKey(e.keyNode, e.key, 'pipeline', TOP_KEYS);
       continue;
     }
     top.set(e.key, e);
@@ -1026,7 +1068,8 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   const keep = (p: Parsed): boolean => {
     if (ruleData === undefined) return true;
     try {
-      return matchRuleset(p.container.ruleset, { ...ruleData, env: undefined });
+      // compiler/types/pipeline/container.go ContainerSlice.Purge: eval sees the container's environment.
+      return matchRuleset(p.container.ruleset, { ...ruleData, env: p.container.environment });
     } catch (error) {
       ctx.error(p.origin.node, `unable to process ruleset for step ${p.container.name}: ${(error as Error).message}`);
       return false;
@@ -1051,27 +1094,41 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   counter = 1;
   for (const s of secrets) if (s.origin !== null && keep(s.origin)) s.origin.container.number = counter++;
 
-  // validate names
+  // Names, after the purge as Vela's ValidatePipeline (compiler/native/validate.go
+  // validatePipelineContainers): a duplicate that a ruleset drops for this build is fine.
+  const hasRules = (p: Parsed): boolean => !rulesEmpty(p.container.ruleset.if) || !rulesEmpty(p.container.ruleset.unless);
+  const duplicates = new Set<Parsed>();
+  const reportAs = new Map<string, string>();
   const checkNames = (list: Parsed[], what: string): void => {
     const seen = new Map<string, Parsed>();
-    const reportAs = new Map<string, string>();
     for (const p of list) {
       const c = p.container;
-      if (c.name === 'init' || c.name === 'clone') {
-        if (p.origin.node !== null) ctx.error(p.origin.nameNode ?? p.origin.node, `${what} name "${c.name}" is reserved for Vela's ${c.name} step`, 'rename it');
+      if (p.origin.node === null) continue;
+      const at = p.origin.nameNode ?? p.origin.node;
+      if (c.name === 'init' || (c.name === 'clone' && cloneWanted)) {
+        ctx.error(at, `${what} name "${c.name}" is reserved for Vela's ${c.name} step`, c.name === 'clone' ? 'rename it, or set metadata.clone: false to replace the built-in clone step' : 'rename it');
         continue;
       }
-      if (seen.has(c.name)) ctx.error(p.origin.nameNode ?? p.origin.node, `${what} \`${c.name}\` is already defined`, `give each ${what} a unique name`);
-      seen.set(c.name, p);
+      const first = seen.get(c.name);
+      if (first !== undefined) {
+        duplicates.add(p);
+        if (ruleData === undefined && (hasRules(first) || hasRules(p))) {
+          ctx.warn(at, `${what} \`${c.name}\` is defined twice, which works only if rulesets drop one of them for each build (check with an event, e.g. --event push)`);
+        } else {
+          ctx.error(at, `${what} \`${c.name}\` is already defined`, `give each ${what} a unique name`);
+        }
+      } else {
+        seen.set(c.name, p);
+      }
       if (c.report_as !== '') {
         const other = reportAs.get(c.report_as);
-        if (other !== undefined) ctx.error(p.origin.nameNode ?? p.origin.node, `report_as to ${c.report_as} for step ${c.name} is already targeted by step ${other}`);
+        if (other !== undefined) ctx.error(at, `report_as to ${c.report_as} for step ${c.name} is already targeted by step ${other}`);
         reportAs.set(c.report_as, c.name);
       }
     }
   };
-  checkNames(steps, 'step');
-  checkNames(services, 'service');
+  checkNames(keptSteps, 'step');
+  checkNames(keptServices, 'service');
   const stageSeen = new Set<string>();
   for (const s of stages) {
     if (stageSeen.has(s.stage.name)) ctx.error(s.keyNode ?? s.node, `stage \`${s.stage.name}\` is already defined`, 'give each stage a unique name');
@@ -1079,12 +1136,12 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     if (s.keyNode !== null && (s.stage.name === 'init' || (s.stage.name === 'clone' && cloneWanted))) {
       ctx.error(s.keyNode, `stage name "${s.stage.name}" is reserved for Vela's ${s.stage.name} stage`, 'rename it');
     }
-    checkNames(s.steps, 'step');
   }
+  for (const s of keptStages) checkNames(s.steps, 'step');
 
   if (ctx.errors.length > 0) {
     ctx.errors.sort((a, b) => a.line - b.line || a.column - b.column);
-    return { ok: false, errors: ctx.errors };
+    return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
   }
 
   build.steps = keptSteps.map((p) => p.container);
@@ -1100,5 +1157,28 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     local: true,
   };
   prepareBuild(build, identity);
+
+  // Container ids that collide after Vela's name joining (stage `three_word_key` + step `build`
+  // and stage `three` + step `word_key_build`), or after the runtime's sanitizing (`a b`, `a-b`),
+  // would fail at run time with a name conflict. Vela refuses the first kind at compile time.
+  const byId = new Map<string, { p: Parsed; label: string }>();
+  const located = (p: Parsed): string => {
+    const at = p.origin.nameNode ?? p.origin.node;
+    return at === null ? '' : ` (line ${lc.linePos(at.range?.[0] ?? 0).line})`;
+  };
+  const claim = (p: Parsed, label: string): void => {
+    if (duplicates.has(p)) return;
+    const id = sanitizeContainerId(p.container.id, 'docker');
+    const other = byId.get(id);
+    if (other === undefined) {
+      byId.set(id, { p, label });
+      return;
+    }
+    ctx.error(p.origin.nameNode ?? p.origin.node ?? root, `${label} and ${other.label}${located(other.p)} get the same container id ${id}`, 'rename one of them');
+  };
+  for (const p of keptSteps) claim(p, `step "${p.container.name}"`);
+  for (const s of keptStages) for (const p of s.steps) claim(p, `step "${p.container.name}" of stage "${s.stage.name}"`);
+  for (const p of keptServices) claim(p, `service "${p.container.name}"`);
+  if (ctx.errors.length > 0) return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
   return { ok: true, build, warnings: ctx.warnings };
 }

@@ -6,6 +6,7 @@ export * from './model.ts';
 export * from './ids.ts';
 export * from './glob.ts';
 export * from './ruleset.ts';
+export * from './eval.ts';
 export * from './script.ts';
 export * from './environment.ts';
 export * from './image.ts';

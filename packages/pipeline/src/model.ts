@@ -26,7 +26,7 @@ export type Operator = 'and' | 'or';
  *
  * Gotcha: since Vela v0.24 the compiler stores `operator`/`matcher` here (per side) and leaves
  * the ruleset-level ones empty; older servers set them on the {@link Ruleset}. `''` means
- * "inherit from the ruleset". `eval` (an expr-lang expression) is carried but not evaluated by Berth.
+ * "inherit from the ruleset". `eval` is an expr-lang expression (see `parseEval` for the subset).
  */
 export interface Rules {
   branch: string[];

@@ -2,7 +2,11 @@
  * Ruleset evaluation with Vela's semantics (`compiler/types/pipeline/ruleset.go` and
  * `Container.Execute`).
  */
+import { runEval } from './eval.ts';
 import { filepathMatch } from './glob.ts';
+import { goRegExp, RulesetError } from './go-regexp.ts';
+
+export { goRegExp, RulesetError };
 import type { Container, Matcher, Operator, Rules, Ruleset } from './model.ts';
 
 /**
@@ -24,13 +28,8 @@ export interface RuleData {
   target?: string;
   label?: string[];
   instance?: string;
-  /** The container's environment; Vela evaluates `eval` rules against it (Berth does not, see {@link RulesetError}). */
+  /** The container's environment, which `eval` rules are evaluated against (not evaluated when absent). */
   env?: Record<string, string>;
-}
-
-/** A ruleset that cannot be evaluated: a bad regular expression or glob, or an `eval` rule. */
-export class RulesetError extends Error {
-  override readonly name = 'RulesetError';
 }
 
 /** True when no rule of `rules` is set (operator and matcher do not count), as Vela's `Rules.Empty`. */
@@ -49,36 +48,6 @@ export function rulesEmpty(rules: Rules): boolean {
     rules.instance.length === 0 &&
     rules.eval === ''
   );
-}
-
-const regexCache = new Map<string, RegExp>();
-
-/**
- * Compiles a Go (RE2) regular expression to a JavaScript one: `(?P<name>` becomes `(?<name>`,
- * a leading `(?i)`/`(?s)`/`(?m)` becomes a flag. Throws {@link RulesetError} when it does not compile.
- */
-export function goRegExp(pattern: string): RegExp {
-  const cached = regexCache.get(pattern);
-  if (cached !== undefined) return cached;
-  let source = pattern.replaceAll('(?P<', '(?<');
-  let flags = '';
-  const lead = /^\(\?([ims]+)\)/.exec(source);
-  if (lead !== null) {
-    flags = [...new Set(lead[1])].join('');
-    source = source.slice(lead[0].length);
-  }
-  let re: RegExp;
-  try {
-    re = new RegExp(source, `${flags}u`);
-  } catch {
-    try {
-      re = new RegExp(source, flags);
-    } catch (error) {
-      throw new RulesetError(`error in regex pattern ${pattern}: ${(error as Error).message}`);
-    }
-  }
-  regexCache.set(pattern, re);
-  return re;
 }
 
 /**
@@ -120,8 +89,11 @@ export function matchRules(rules: Rules, data: RuleData, fallback?: { operator?:
   const isOr = operator.toLowerCase() === 'or';
   const isCompileTime = data.status === 'pending';
   if (rules.status.length > 0 && isCompileTime && isOr) return true;
+  // Vela runs eval first, and only with an environment (compile time: the container's).
   if (rules.eval !== '' && data.env !== undefined) {
-    throw new RulesetError(`eval rules are not supported by Berth: ${rules.eval}`);
+    const match = runEval(rules.eval, data.env);
+    if (isOr && match) return true;
+    if (!isOr && !match) return false;
   }
   const pairs: [string[], string[]][] = [
     [[data.branch ?? ''], rules.branch],
@@ -154,7 +126,7 @@ export function matchRules(rules: Rules, data: RuleData, fallback?: { operator?:
  * Vela's `RuleData.Match`: true when the `unless` side does not match and the `if` side does
  * (an empty side is ignored; an empty ruleset matches).
  *
- * Throws {@link RulesetError} for a bad pattern or an `eval` rule.
+ * Throws {@link RulesetError} for a bad pattern or an `eval` expression that fails.
  */
 export function matchRuleset(ruleset: Ruleset, data: RuleData): boolean {
   const fallback = { operator: ruleset.operator, matcher: ruleset.matcher };

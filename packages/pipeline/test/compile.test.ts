@@ -100,7 +100,7 @@ describe('compilePipeline', () => {
 
   it('reports every error, sorted by position', () => {
     const src = 'version: "1"\nsteps:\n  - name: a\n    image: Bad\n    commands: [ls]\n  - name: b\n    imag: alpine\n    commands: [ls]\n';
-    const result = compilePipeline(src, { file: 'p.yml' });
+    const result = compilePipeline(src, { file: 'p.yml', strict: true });
     if (result.ok) throw new Error('expected errors');
     expect(result.errors.map((e) => [e.line, e.message.slice(0, 20)])).toEqual([
       [4, 'invalid image "Bad" '],

@@ -64,10 +64,10 @@ describe('matchRuleset (Vela RuleData.Match)', () => {
     expect(matchRuleset(ruleset, base)).toBe(true);
   });
 
-  it('throws RulesetError for bad patterns and eval', () => {
+  it('throws RulesetError for bad patterns and an eval outside the subset', () => {
     expect(() => matchRuleset(rs({ if: { branch: ['(x'], matcher: 'regexp' } }), base)).toThrow(RulesetError);
     expect(() => matchRuleset(rs({ if: { branch: ['[x'] } }), base)).toThrow(RulesetError);
-    expect(() => matchRuleset(rs({ if: { eval: 'true' } }), { ...base, env: {} })).toThrow(/eval/);
+    expect(() => matchRuleset(rs({ if: { eval: '1 + bad-eval' } }), { ...base, env: {} })).toThrow(/eval/);
   });
 
   it('does not change the rule data (Vela mutates running → success)', () => {
