@@ -11,6 +11,12 @@ export interface RunResult {
   logs: string;
   /** The whole combined log as bytes. */
   bytes: Buffer;
+  /**
+   * True when the live log stream ended while the container still ran and a tail opened after
+   * the exit had more: the runtime's `tailContainer` does not follow the container to its end.
+   * Only with `earlyEnd: 'reread'`; `logs` then holds the re-read log.
+   */
+  liveTailEndedEarly: boolean;
 }
 
 /** Options of {@link runToCompletion}. */
@@ -19,6 +25,40 @@ export interface RunOptions {
   ctx?: Context;
   /** Bound on the whole run, logs included (default 60 000 ms); past it the run rejects `DeadlineExceeded`. */
   timeoutMs?: number;
+  /**
+   * What to do when the live log stream ended while the container still ran and a tail opened
+   * after the exit holds more: `reject` (default) with an {@link EarlyTailEndError} naming that
+   * cause, or `reread`: return the re-read log with `liveTailEndedEarly` set (the conformance
+   * suite does this so that one case, not every case that reads a log, reports the fault).
+   */
+  earlyEnd?: 'reject' | 'reread';
+}
+
+/**
+ * The live log stream of a container ended before the container exited: the runtime's
+ * `tailContainer` must follow the container until it exits and every byte was delivered.
+ */
+export class EarlyTailEndError extends Error {
+  override readonly name = 'EarlyTailEndError';
+  /** What the live stream delivered before it ended. */
+  readonly live: string;
+  /** What a tail opened after the exit returned. */
+  readonly complete: string;
+
+  constructor(container: string, state: string, live: string, complete: string) {
+    super(
+      `[berth] conformance: the log stream of ${container} ended while the container was still ${state}; ` +
+        `it delivered ${JSON.stringify(clip(live))} but a tail opened after the exit returned ${JSON.stringify(clip(complete))}. ` +
+        'tailContainer must follow the container until it exits and every byte was delivered ' +
+        '(a stream that stops at the log written so far, or after an idle or read timeout, ends too early).',
+    );
+    this.live = live;
+    this.complete = complete;
+  }
+}
+
+function clip(text: string): string {
+  return text.length > 300 ? `${text.slice(0, 150)}…${text.slice(-150)}` : text;
 }
 
 /** Every container of a build in the order the executor sets them up: services, then steps (stage by stage). */
@@ -104,8 +144,43 @@ export async function runToCompletion(runtime: Runtime, build: Build, container:
   try {
     await runtime.runContainer(ctx, container, build);
     stream = await runtime.tailContainer(ctx, container);
-    const [bytes, exit] = await Promise.all([collectStream(ctx, stream), runtime.waitContainer(ctx, container)]);
-    return { exit, bytes, logs: bytes.toString('utf8') };
+    const live = stream;
+    // The state right after the stream ended: "running" there is the sign of a tail that stops early
+    // (a lagging status alone is told apart below by re-reading the log after the exit).
+    const reading = collectStream(ctx, live).then(async (data) => ({ data, stateAtEnd: (await runtime.inspectContainer(ctx, container).catch(() => undefined))?.state }));
+    const [{ data, stateAtEnd }, exit] = await Promise.all([reading, runtime.waitContainer(ctx, container)]);
+    if (stateAtEnd === 'running' || stateAtEnd === 'created') {
+      const complete = await collectStream(ctx, await runtime.tailContainer(ctx, container));
+      if (complete.length > data.length) {
+        if (options.earlyEnd !== 'reread') throw new EarlyTailEndError(container.name, stateAtEnd, data.toString('utf8'), complete.toString('utf8'));
+        return { exit, bytes: complete, logs: complete.toString('utf8'), liveTailEndedEarly: true };
+      }
+    }
+    return { exit, bytes: data, logs: data.toString('utf8'), liveTailEndedEarly: false };
+  } finally {
+    if (stream && !stream.readableEnded) stream.destroy();
+    cancel();
+  }
+}
+
+/**
+ * The log a container has written so far, for assertion messages: a tail read for at most
+ * `limitMs` (default 2 000), then destroyed. Never rejects: a failure is described in the text.
+ */
+export async function logSoFar(runtime: Runtime, container: Container, limitMs = 2_000): Promise<string> {
+  const [ctx, cancel] = withTimeout(background(), limitMs);
+  const chunks: Buffer[] = [];
+  let stream: Readable | undefined;
+  try {
+    stream = await runtime.tailContainer(ctx, container);
+    await collectStream(ctx, stream, (chunk) => {
+      chunks.push(chunk);
+    });
+    return Buffer.concat(chunks).toString('utf8');
+  } catch (error) {
+    const so = Buffer.concat(chunks).toString('utf8');
+    if (ctx.signal.aborted && so !== '') return so;
+    return `${so}[no complete log: ${error instanceof Error ? error.message : String(error)}]`;
   } finally {
     if (stream && !stream.readableEnded) stream.destroy();
     cancel();

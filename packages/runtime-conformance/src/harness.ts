@@ -3,6 +3,7 @@ import type { Build } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeConfig, type RuntimeErrorCode } from '@berth/runtime';
 import { uniqueSuffix } from './builders.ts';
 import type { ConformanceFactory, ResolvedConformanceOptions } from './options.ts';
+import type { Preflight } from './preflight.ts';
 
 /**
  * What one conformance case works with: runtimes created through the factory (each with a fresh
@@ -11,6 +12,7 @@ import type { ConformanceFactory, ResolvedConformanceOptions } from './options.t
  */
 export class CaseHarness {
   readonly options: ResolvedConformanceOptions;
+  readonly #preflight: Preflight | undefined;
   readonly #factory: ConformanceFactory;
   readonly #runtimes: Runtime[] = [];
   readonly #builds: { runtime: Runtime; build: Build }[] = [];
@@ -18,9 +20,16 @@ export class CaseHarness {
   readonly #cancels: (() => void)[] = [];
   readonly #workerOf = new WeakMap<Runtime, string>();
 
-  constructor(factory: ConformanceFactory, options: ResolvedConformanceOptions) {
+  constructor(factory: ConformanceFactory, options: ResolvedConformanceOptions, preflight?: Preflight) {
     this.#factory = factory;
     this.options = options;
+    this.#preflight = preflight;
+  }
+
+  /** The suite's preflight (only the preflight cases use it). */
+  get preflight(): Preflight {
+    if (!this.#preflight) throw new Error('[berth] conformance: this harness was created without a preflight');
+    return this.#preflight;
   }
 
   /** A fresh worker id: `conformance-<random>`. */

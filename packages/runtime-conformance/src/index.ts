@@ -27,6 +27,8 @@ export {
 export {
   buildContainers,
   collectStream,
+  EarlyTailEndError,
+  logSoFar,
   runToCompletion,
   setupBuildResources,
   teardownBuild,

@@ -16,8 +16,26 @@ export type ConformanceFactory = (config: RuntimeConfig) => Runtime | Promise<Ru
  * - `parallelBuilds`: two builds at the same time.
  * - `largeLogs`: 50 MiB of output through one log stream.
  * - `reap`: removing what another runtime instance of the same worker id left behind.
+ * - `images`: container images: a missing image with `pull: never` is `ImageNotFound`, an invalid
+ *   reference `InvalidConfig` (a runtime that runs no images, such as a host runtime, lacks it).
+ * - `fixedWorkspacePath`: every build's workspace is mounted at the configured `workspacePath`
+ *   itself, an absolute path that is the same in every build and isolated per build. Without it
+ *   the suite still checks the workspace through paths relative to it.
+ * - `linuxProc`: processes see Linux's `/proc/self/status` (the privileged group reads its CapEff).
+ * - `confinement`: a container's processes get no elevated privileges unless the runtime grants
+ *   them (`privileged`); a runtime whose steps run with the worker's own privileges lacks it.
  */
-export type ConformanceCapability = 'privileged' | 'user' | 'serviceNetworking' | 'parallelBuilds' | 'largeLogs' | 'reap';
+export type ConformanceCapability =
+  | 'privileged'
+  | 'user'
+  | 'serviceNetworking'
+  | 'parallelBuilds'
+  | 'largeLogs'
+  | 'reap'
+  | 'images'
+  | 'fixedWorkspacePath'
+  | 'linuxProc'
+  | 'confinement';
 
 /** Every {@link ConformanceCapability}, for validation and documentation. */
 export const CONFORMANCE_CAPABILITIES: readonly ConformanceCapability[] = [
@@ -27,6 +45,10 @@ export const CONFORMANCE_CAPABILITIES: readonly ConformanceCapability[] = [
   'parallelBuilds',
   'largeLogs',
   'reap',
+  'images',
+  'fixedWorkspacePath',
+  'linuxProc',
+  'confinement',
 ];
 
 /** Time bounds of the suite, in milliseconds. */
@@ -43,7 +65,9 @@ export interface ConformanceTimeouts {
 export interface ConformanceOptions {
   /**
    * A busybox-like image with `sh`, `sleep`, `echo`, `printf`, `cat`, `env`, `id`, `pwd`, `head`,
-   * `yes`, `base64`, `kill` and `nc` (with `-ll -e`), present where the runtime runs.
+   * `yes`, `base64`, `kill` and `nc` (with `-ll -e`), present where the runtime runs. The suite's
+   * preflight checks them and names what is missing. A runtime without images ignores it (and
+   * then the host must have these tools).
    * Default `process.env.BERTH_BUSYBOX_IMAGE` or `berth/busybox:1.35`.
    */
   image?: string;
@@ -51,6 +75,14 @@ export interface ConformanceOptions {
   missingImage?: string;
   /** An invalid image reference. Default `UPPER/Case::bad`. */
   invalidImage?: string;
+  /**
+   * Where the runtime puts the build's workspace as its steps see it; `config.workspacePath`, else
+   * `/vela`. The suite runs its workspace cases in this directory (`directory`) and names files
+   * relative to it, so a runtime that maps it elsewhere (a per-build directory on a host) passes;
+   * only the `fixedWorkspacePath` cases expect the absolute path itself. Also given to every
+   * runtime as `config.workspacePath`.
+   */
+  workspacePath?: string;
   /** Extra settings merged into every {@link RuntimeConfig} the suite creates (not `workerId`). */
   config?: Omit<Partial<RuntimeConfig>, 'workerId'>;
   /** Time bounds. */
@@ -82,6 +114,10 @@ export interface ResolvedConformanceOptions {
 /** Applies the defaults of {@link ConformanceOptions}; throws a `TypeError` on an unknown capability in `skip`. */
 export function resolveConformanceOptions(options: ConformanceOptions = {}): ResolvedConformanceOptions {
   const skip = options.skip ?? {};
+  const workspacePath = options.workspacePath ?? options.config?.workspacePath ?? '/vela';
+  if (!workspacePath.startsWith('/')) {
+    throw new TypeError(`[berth] runtimeConformance: workspacePath must be absolute; got ${JSON.stringify(workspacePath)}`);
+  }
   for (const [capability, reason] of Object.entries(skip)) {
     if (!CONFORMANCE_CAPABILITIES.includes(capability as ConformanceCapability)) {
       throw new TypeError(
@@ -96,8 +132,8 @@ export function resolveConformanceOptions(options: ConformanceOptions = {}): Res
     image: options.image ?? process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35',
     missingImage: options.missingImage ?? 'berth/conformance-missing:0',
     invalidImage: options.invalidImage ?? 'UPPER/Case::bad',
-    workspacePath: options.config?.workspacePath ?? '/vela',
-    config: options.config ?? {},
+    workspacePath,
+    config: { ...options.config, workspacePath },
     timeouts: {
       case: options.timeouts?.case ?? 60_000,
       cancel: options.timeouts?.cancel ?? 1_000,

@@ -2,6 +2,7 @@ import { describe, it } from 'vitest';
 import { conformanceCases } from './cases.ts';
 import { CaseHarness } from './harness.ts';
 import { resolveConformanceOptions, type ConformanceFactory, type ConformanceOptions } from './options.ts';
+import { Preflight } from './preflight.ts';
 
 /**
  * Declares the Runtime conformance suite for one plugin, as vitest `describe` blocks: call it at the
@@ -10,7 +11,9 @@ import { resolveConformanceOptions, type ConformanceFactory, type ConformanceOpt
  *
  * Gotcha: cases whose capability is listed in `options.skip` are reported as skipped with the reason
  * in their name; every other case must pass. The suite needs the `image` option's image present where
- * the runtime runs, and never pulls.
+ * the runtime runs, and never pulls. Its first two cases are a preflight: when the image lacks a
+ * program the scripts call, or a live log stream ends before its container exits, that case fails
+ * naming the cause and the cases depending on it are skipped (so the suite stays red, once).
  *
  * @example
  * runtimeConformance('docker', (config) => dockerRuntime().create(background(), config), {
@@ -20,20 +23,25 @@ import { resolveConformanceOptions, type ConformanceFactory, type ConformanceOpt
 export function runtimeConformance(name: string, factory: ConformanceFactory, options: ConformanceOptions = {}): void {
   const resolved = resolveConformanceOptions(options);
   const cases = conformanceCases();
+  const preflight = new Preflight(factory, resolved, cases);
   describe(`runtime conformance: ${name}`, () => {
     for (const group of [...new Set(cases.map((c) => c.group))]) {
       describe(group, () => {
         for (const testCase of cases.filter((c) => c.group === group)) {
-          const reason = testCase.capability === undefined ? undefined : resolved.skip[testCase.capability];
-          if (reason !== undefined) {
+          const lacks = preflight.lacks(testCase);
+          if (lacks !== undefined) {
             // The sanctioned skip: a capability the plugin declared it lacks, with its reason.
-            it.skip(`${testCase.name} [skipped: lacks ${testCase.capability}: ${reason}]`, () => undefined);
+            it.skip(`${testCase.name} [skipped: lacks ${lacks.capability}: ${lacks.reason}]`, () => undefined);
             continue;
           }
           it(
             testCase.name,
-            async () => {
-              const harness = new CaseHarness(factory, resolved);
+            async (context) => {
+              // One clear failure in the preflight group rather than many obscure ones: a case that
+              // depends on what the preflight found missing is skipped, naming it.
+              const why = await preflight.skipReason(testCase);
+              if (why !== undefined) context.skip(why);
+              const harness = new CaseHarness(factory, resolved, preflight);
               try {
                 await testCase.run(harness);
               } finally {

@@ -34,6 +34,13 @@ describe('resolveConformanceOptions', () => {
     }
   });
 
+  it('takes the workspace path from its own option first, passes it to every runtime, and refuses a relative one', () => {
+    const resolved = resolveConformanceOptions({ workspacePath: '/builds', config: { workspacePath: '/ignored', stopGraceMs: 5 } });
+    expect(resolved.workspacePath).toBe('/builds');
+    expect(resolved.config).toEqual({ workspacePath: '/builds', stopGraceMs: 5 });
+    expect(() => resolveConformanceOptions({ workspacePath: 'builds' })).toThrow(/workspacePath must be absolute; got "builds"/);
+  });
+
   it('rejects an unknown capability and a skip without a reason', () => {
     expect(() => resolveConformanceOptions({ skip: { teleport: 'no' } } as unknown as ConformanceOptions)).toThrow(/unknown capability "teleport"/);
     expect(() => resolveConformanceOptions({ skip: { privileged: ' ' } })).toThrow(/needs a reason/);
@@ -41,10 +48,18 @@ describe('resolveConformanceOptions', () => {
 });
 
 describe('conformanceCases', () => {
+  it('starts with the preflight, and only the privileged group reads /proc', () => {
+    const cases = conformanceCases();
+    expect(cases.slice(0, 2).map((c) => c.group)).toEqual(['preflight', 'preflight']);
+    const procReaders = cases.filter((c) => c.capabilities?.includes('linuxProc')).map((c) => c.group);
+    expect(procReaders).toEqual(['privileged', 'privileged', 'privileged']);
+    expect(cases.filter((c) => c.capabilities?.includes('images')).map((c) => c.group)).toEqual(['images', 'images']);
+  });
+
   it('has unique names, and every capability guards at least one case', () => {
     const cases = conformanceCases();
     expect(new Set(cases.map((c) => c.name)).size).toBe(cases.length);
-    for (const capability of CONFORMANCE_CAPABILITIES) expect(cases.some((c) => c.capability === capability), capability).toBe(true);
+    for (const capability of CONFORMANCE_CAPABILITIES) expect(cases.some((c) => c.capabilities?.includes(capability)), capability).toBe(true);
   });
 });
 

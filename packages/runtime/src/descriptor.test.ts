@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { CONTRACT_VERSION, defineRuntime, type RuntimeDescriptor } from './descriptor.ts';
+import { CONTRACT_VERSION, contractMismatch, defineRuntime, type RuntimeDescriptor } from './descriptor.ts';
 
 const create: RuntimeDescriptor['create'] = () => Promise.reject(new Error('not used'));
 
@@ -16,7 +16,7 @@ describe('defineRuntime', () => {
     const warn = vi.fn();
     defineRuntime({ name: 'old-plugin', version: '3.2.1', contract: '0.9.0', create }, warn);
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(warn.mock.calls[0]?.[0]).toMatch(/runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but @berth\/runtime 1\.\d+\.\d+ is installed/);
+    expect(warn.mock.calls[0]?.[0]).toMatch(/runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/);
   });
 
   it('warns through process.emitWarning with a code by default', () => {
@@ -27,6 +27,12 @@ describe('defineRuntime', () => {
     } finally {
       emit.mockRestore();
     }
+  });
+
+  it('contractMismatch accepts the same major and explains any other', () => {
+    expect(contractMismatch({ name: 'x', version: '1.0.0', contract: `${CONTRACT_VERSION.split('.')[0]}.99.0` })).toBeUndefined();
+    expect(contractMismatch({ name: 'x', version: '1.0.0', contract: '99.0.0' })).toMatch(/"x" 1\.0\.0 was written for Runtime contract 99\.0\.0.*or a Berth whose contract is 99\.x/);
+    expect(contractMismatch({ name: 'x', version: '1.0.0', contract: 'latest' })).toMatch(/declares contract "latest", which is not a version/);
   });
 
   it('refuses a name users could not type and a contract that is not a version', () => {

@@ -2,8 +2,10 @@ import type { Context } from '@berth/context';
 import type { Runtime, RuntimeConfig } from './runtime.ts';
 
 /**
- * The version of the Runtime contract this package defines. Its major changes only when a
- * plugin built against the previous one would break.
+ * The version of the Runtime contract this package defines, independent of the package's own
+ * version: its major changes only when a plugin written for the previous major would break, its
+ * minor when methods or fields are added. A plugin declares the one it was written against as a
+ * literal (importing this constant would always match the installed contract).
  */
 export const CONTRACT_VERSION = '1.0.0';
 
@@ -16,7 +18,11 @@ export interface RuntimeDescriptor {
   readonly name: string;
   /** The plugin package's own version. */
   readonly version: string;
-  /** The contract version the plugin was written against, e.g. `1.0.0` ({@link CONTRACT_VERSION} when it was built). */
+  /**
+   * The contract version the plugin was written against, e.g. `1.0.0`: the {@link CONTRACT_VERSION}
+   * of the `@berth/runtime` it was built with, as a literal. The worker refuses a plugin whose
+   * major differs from its own contract's.
+   */
   readonly contract: string;
   /**
    * Connects to the engine and returns a ready runtime. Rejects with a `RuntimeError` of code
@@ -47,18 +53,27 @@ export function defineRuntime(descriptor: RuntimeDescriptor, warn: ContractWarni
   if (!descriptor.name || !/^[a-z][a-z0-9-]*$/.test(descriptor.name)) {
     throw new TypeError(`[berth] a runtime plugin's name must be lower-case letters, digits and dashes; got ${JSON.stringify(descriptor.name)}`);
   }
-  const pluginMajor = majorOf(descriptor.contract);
-  const ourMajor = majorOf(CONTRACT_VERSION);
-  if (pluginMajor === undefined) {
+  if (majorOf(descriptor.contract) === undefined) {
     throw new TypeError(`[berth] runtime plugin "${descriptor.name}" declares contract ${JSON.stringify(descriptor.contract)}, which is not a version`);
   }
-  if (pluginMajor !== ourMajor) {
-    warn(
-      `runtime plugin "${descriptor.name}" ${descriptor.version} was written for Runtime contract ${descriptor.contract}, ` +
-        `but @berth/runtime ${CONTRACT_VERSION} is installed; it may misbehave. Use a plugin release made for contract ${ourMajor}.x.`,
-    );
-  }
+  const mismatch = contractMismatch(descriptor);
+  if (mismatch !== undefined) warn(`${mismatch}; it may misbehave.`);
   return Object.freeze({ ...descriptor });
+}
+
+/**
+ * Why a plugin cannot be trusted with this contract, or `undefined` when its `contract` has the
+ * major of {@link CONTRACT_VERSION}. The worker refuses a plugin for which this returns a message.
+ */
+export function contractMismatch(descriptor: Pick<RuntimeDescriptor, 'name' | 'version' | 'contract'>): string | undefined {
+  const pluginMajor = majorOf(String(descriptor.contract));
+  const ourMajor = majorOf(CONTRACT_VERSION);
+  if (pluginMajor === ourMajor) return undefined;
+  const declared = pluginMajor === undefined ? `declares contract ${JSON.stringify(descriptor.contract)}, which is not a version` : `was written for Runtime contract ${descriptor.contract}`;
+  return (
+    `runtime plugin "${descriptor.name}" ${descriptor.version} ${declared}, but the installed @berth/runtime defines contract ${CONTRACT_VERSION}. ` +
+    `Use a release of the plugin made for contract ${ourMajor}.x, or a Berth whose contract is ${pluginMajor ?? '?'}.x`
+  );
 }
 
 function majorOf(version: string): number | undefined {
