@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Executor } from '../src/executor.ts';
 import { runBuild } from '../src/run-build.ts';
 import { ctn, dummy, makeBuild, RecordingReporter } from './helpers.ts';
-import { type RuntimeMethod, slowed } from './slow-runtime.ts';
+import { type RuntimeMethod, slowed, type StreamEvents, stuckStreams } from './slow-runtime.ts';
 
 /** Which runtime call holds the build in each phase before exec. */
 const HOLD: Record<'create' | 'plan' | 'assemble', RuntimeMethod> = { create: 'setupBuild', plan: 'createNetwork', assemble: 'setupContainer' };
@@ -181,6 +181,35 @@ describe('in destroy', () => {
     const result = await run;
     expect(result.status).toBe('success');
     expect(engine.containers.size).toBe(0);
+  });
+
+  it('a slow log stream does not starve the removals: each gets its own budget (issue #13 item 3)', async () => {
+    const { runtime: base, engine } = await dummy();
+    // The service's log stream does not end when its container is removed (a stuck connection);
+    // the log-streaming grace is longer than the cleanup budget.
+    const events: StreamEvents = { cut: new Map() };
+    const runtime = stuckStreams(base, events, (c) => c.name === 'svc');
+    const reporter = new RecordingReporter();
+    const warnings: string[] = [];
+    const build = makeBuild({
+      services: [ctn('svc', { entrypoint: ['sh', '-c'], commands: ['echo svc up; sleep 60'] })],
+      steps: [ctn('one', { commands: ['true'] })],
+    });
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      logStreamingGraceMs: 2_000,
+      cleanupTimeoutMs: 300,
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    expect(result.status).toBe('success');
+    // Every removal ran in its own budget: the volume, the network and the build are gone.
+    expect(warnings.filter((w) => /removing the (volume|network|build)/.test(w))).toEqual([]);
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+    // The stuck stream was cut by the grace, after destroy gave up waiting for it.
+    expect(events.cut.has('svc')).toBe(true);
+    expect(reporter.closed).toContain('svc');
   });
 
   it('cleanup is bounded by its own limit, and the final status is still reported', async () => {
