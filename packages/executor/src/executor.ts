@@ -280,6 +280,8 @@ export class Executor {
   #cancelCause: unknown;
   #timedOut = false;
   #reportCtx: Context = background();
+  /** The stream ctx (contexts() or streamBuild's): stream requests are accepted while it lives. */
+  #streamCtx: Context | undefined;
   #execCtx: Context | undefined;
   #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
   #unregisterEvents: (() => void) | undefined;
@@ -321,6 +323,7 @@ export class Executor {
     const [stream, cancelStream] = withDelayedCancel(build, this.#options.logStreamingGraceMs ?? 60_000);
     const state = { build, cancel, released: false };
     this.#contexts = state;
+    this.#streamCtx = stream;
     this.#reportCtx = withoutCancel(build);
     const destroy = withoutCancel(build);
     return {
@@ -521,6 +524,7 @@ export class Executor {
    * the log is closed with what arrived). Streams of services end when destroyBuild removes them.
    */
   async streamBuild(ctx: Context): Promise<void> {
+    this.#streamCtx ??= ctx;
     const group = new TaskGroup(ctx);
     try {
       for await (const request of this.#requests.iterate(ctx)) {
@@ -624,7 +628,7 @@ export class Executor {
     const run = this.#run(container);
     await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
     run.ran = true;
-    await this.#requestStream(ctx, run);
+    await this.#requestStream(run);
   }
 
   /** Streams the service's log until its container ends or `ctx` does. */
@@ -678,7 +682,7 @@ export class Executor {
     if (run.kind === 'init') return;
     await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
     run.ran = true;
-    await this.#requestStream(ctx, run);
+    await this.#requestStream(run);
     if (container.detach) return;
     this.#log.debug?.(`waiting for step ${container.name}`);
     const exit = await this.#containerCall(run, 'exec', () => this.runtime.waitContainer(ctx, container), ctx, 1);
@@ -1022,14 +1026,19 @@ export class Executor {
     await this.#writer(this.#init, () => this.#reportCtx).close();
   }
 
-  async #requestStream(ctx: Context, run: ContainerRun): Promise<void> {
+  /**
+   * Asks for the container's log to be streamed. Sent with the stream ctx, not the exec ctx: a
+   * container started as the timeout or a cancel hits is still streamed during the grace (the
+   * channel is buffered for every container, so the send never waits).
+   */
+  async #requestStream(run: ContainerRun): Promise<void> {
     run.streaming = true;
     const kind = run.kind === 'service' ? 'service' : 'step';
     const stream = kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this);
     try {
-      await this.#requests.send(ctx, { kind, container: run.container, stream });
+      await this.#requests.send(this.#streamCtx ?? background(), { kind, container: run.container, stream });
     } catch {
-      // execBuild is over or ctx ended: nobody will stream this container.
+      // execBuild is over or the stream ctx ended: nobody will stream this container.
       await this.#finishStream(run);
     }
   }

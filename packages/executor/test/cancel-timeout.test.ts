@@ -1,4 +1,5 @@
-import { background, withCancel } from '@berth/context';
+import { background, type Context, withCancel } from '@berth/context';
+import type { Container } from '@berth/pipeline';
 import { describe, expect, it } from 'vitest';
 import type { Executor } from '../src/executor.ts';
 import { runBuild } from '../src/run-build.ts';
@@ -163,6 +164,38 @@ describe('in stream', () => {
     expect(reporter.log('loud')).toContain('\n1\n');
     expect(reporter.log('loud').endsWith('400\n')).toBe(false);
     expect(reporter.closed).toContain('loud');
+  });
+});
+
+describe('a container started as the build ends (issue #13 item 6)', () => {
+  it('is still streamed: its stream request is accepted while the stream ctx lives', async () => {
+    const { runtime: base } = await dummy();
+    let executor: Executor | undefined;
+    // runContainer returns just after the cancel landed: the exec ctx has ended, the container runs.
+    const runtime = new Proxy(base, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== 'function') return value;
+        const fn = value as (...args: unknown[]) => Promise<unknown>;
+        if (prop !== 'runContainer') return fn.bind(target);
+        return async (ctx: Context, container: Container, ...rest: unknown[]) => {
+          const done = await fn.call(target, ctx, container, ...rest);
+          // Once the container has logged its first line, the cancel lands.
+          const peek = await target.tailContainer(background(), container);
+          await new Promise((resolve) => peek.once('data', resolve));
+          peek.destroy();
+          executor?.cancelBuild();
+          return done;
+        };
+      },
+    });
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('late', { commands: ['echo started late', 'sleep 60'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter, logStreamingGraceMs: 500, onStart: (e) => (executor = e) });
+    expect(result.status).toBe('canceled');
+    expect(reporter.last('late')?.status).toBe('canceled');
+    expect(reporter.log('late')).toContain('started late\n');
+    expect(reporter.closed).toContain('late');
   });
 });
 
