@@ -6,8 +6,27 @@ import { runBuild } from '../src/run-build.ts';
 import { ctn, dummy, makeBuild, RecordingReporter } from './helpers.ts';
 import { type RuntimeMethod, slowed, type StreamEvents, stuckStreams } from './slow-runtime.ts';
 
+/**
+ * How long a held runtime call (or a step's sleep) would take: the bound a cancel or a timeout
+ * must beat. Bounds come from the build's configuration, never from the machine's speed.
+ */
+const HOLD_MS = 30_000;
+
 /** Which runtime call holds the build in each phase before exec. */
 const HOLD: Record<'create' | 'plan' | 'assemble', RuntimeMethod> = { create: 'setupBuild', plan: 'createNetwork', assemble: 'setupContainer' };
+
+/** Calls `fn` once the reporter saw `name` running. */
+function whenRunning(reporter: RecordingReporter, name: string, fn: () => void): void {
+  const stepStatus = reporter.stepStatus.bind(reporter);
+  let fired = false;
+  reporter.stepStatus = async (ctx, step) => {
+    await stepStatus(ctx, step);
+    if (!fired && step.name === name && step.status === 'running') {
+      fired = true;
+      fn();
+    }
+  };
+}
 
 function twoSteps() {
   return makeBuild({ steps: [ctn('first', { commands: ['sleep 30'] }), ctn('second', { commands: ['true'] })] });
@@ -16,20 +35,17 @@ function twoSteps() {
 describe.each(['create', 'plan', 'assemble'] as const)('in %s', (phase) => {
   it('a cancel ends the build at once: canceled, nothing left', async () => {
     const { runtime: base, engine } = await dummy();
-    const runtime = slowed(base, { [HOLD[phase]]: 30_000 });
-    const reporter = new RecordingReporter();
+    let executor: Executor | undefined;
     let canceledAt = 0;
-    const result = await runBuild(background(), {
-      build: twoSteps(),
-      runtime,
-      reporter,
-      onStart: (executor: Executor) =>
-        setTimeout(() => {
-          canceledAt = Date.now();
-          executor.cancelBuild();
-        }, 100),
+    // The cancel lands as the held call starts: in this phase, whatever the machine's speed.
+    const runtime = slowed(base, { [HOLD[phase]]: HOLD_MS }, () => {
+      canceledAt = performance.now();
+      executor?.cancelBuild();
     });
-    expect(Date.now() - canceledAt).toBeLessThan(2000);
+    const reporter = new RecordingReporter();
+    const result = await runBuild(background(), { build: twoSteps(), runtime, reporter, onStart: (e: Executor) => (executor = e) });
+    expect(canceledAt).toBeGreaterThan(0);
+    expect(performance.now() - canceledAt).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('canceled');
     expect(reporter.last('init')?.status).toBe('canceled');
     expect(reporter.last('first')?.status).toBe('canceled');
@@ -40,11 +56,11 @@ describe.each(['create', 'plan', 'assemble'] as const)('in %s', (phase) => {
 
   it('the build timeout errors the build: init failed, steps killed', async () => {
     const { runtime: base, engine } = await dummy();
-    const runtime = slowed(base, { [HOLD[phase]]: 30_000 });
+    const runtime = slowed(base, { [HOLD[phase]]: HOLD_MS });
     const reporter = new RecordingReporter();
-    const started = Date.now();
+    const started = performance.now();
     const result = await runBuild(background(), { build: twoSteps(), runtime, reporter, timeoutMs: 200 });
-    expect(Date.now() - started).toBeLessThan(2200);
+    expect(performance.now() - started).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('error');
     expect(result.build.error).toBe('the build timed out after 200ms');
     expect(reporter.last('init')).toMatchObject({ status: 'failure', error: 'the build timed out after 200ms' });
@@ -63,13 +79,13 @@ describe('in exec', () => {
       build: twoSteps(),
       runtime,
       reporter,
-      onStart: (executor) =>
-        setTimeout(() => {
-          canceledAt = Date.now();
-          executor.cancelBuild(new Error('canceled by the user'));
-        }, 200),
+      // Cancel once the first step (sleep 30) is running.
+      onStart: (executor) => whenRunning(reporter, 'first', () => {
+        canceledAt = performance.now();
+        executor.cancelBuild(new Error('canceled by the user'));
+      }),
     });
-    expect(Date.now() - canceledAt).toBeLessThan(2000);
+    expect(performance.now() - canceledAt).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('canceled');
     expect(result.build.error).toBe('the build was canceled: canceled by the user');
     expect(reporter.last('init')?.status).toBe('success');
@@ -83,7 +99,7 @@ describe('in exec', () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();
     const [ctx, cancel] = withCancel(background());
-    setTimeout(() => cancel(), 200);
+    whenRunning(reporter, 'first', () => cancel());
     const result = await runBuild(ctx, { build: twoSteps(), runtime, reporter });
     expect(result.status).toBe('canceled');
     expect(reporter.last('first')).toMatchObject({ status: 'canceled', exitCode: 137 });
@@ -92,9 +108,9 @@ describe('in exec', () => {
   it('the build timeout fails the running step (137) and kills the rest; the build errors', async () => {
     const { runtime, engine } = await dummy();
     const reporter = new RecordingReporter();
-    const started = Date.now();
+    const started = performance.now();
     const result = await runBuild(background(), { build: twoSteps(), runtime, reporter, timeoutMs: 300 });
-    expect(Date.now() - started).toBeLessThan(2300);
+    expect(performance.now() - started).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('error');
     expect(result.build.error).toBe('the build timed out after 300ms');
     expect(reporter.last('first')).toMatchObject({ status: 'failure', exitCode: 137, error: 'the build timed out after 300ms' });
@@ -200,20 +216,33 @@ describe('a container started as the build ends (issue #13 item 6)', () => {
 });
 
 describe('in destroy', () => {
-  it('a cancel does not stop cleanup', async () => {
+  it('a cancel does not stop cleanup: the parent is cancelled during a slowed removal', async () => {
     const { runtime: base, engine } = await dummy();
-    const runtime = slowed(base, { removeContainer: 300 });
+    const [parent, cancelParent] = withCancel(background());
+    const removals: string[] = [];
+    // removeContainer cancels the parent as it starts, then takes 300 ms (honouring its ctx): only
+    // a destroy ctx detached from the build's cancel lets it finish.
+    const slow = slowed(base, { removeContainer: 300 });
+    const runtime = new Proxy(slow, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (prop !== 'removeContainer' || typeof value !== 'function') return value;
+        const fn = value as (ctx: Context, container: Container) => Promise<void>;
+        return async (ctx: Context, container: Container) => {
+          cancelParent(new Error('the worker is shutting down'));
+          removals.push(`start ${container.name}`);
+          await fn.call(target, ctx, container);
+          removals.push(`done ${container.name}`);
+        };
+      },
+    });
     const reporter = new RecordingReporter();
-    let executor: Executor | undefined;
     const build = makeBuild({ steps: [ctn('one', { commands: ['true'] })] });
-    const run = runBuild(background(), { build, runtime, reporter, onStart: (e) => (executor = e) });
-    // Cancel once destroy is under way (the step is done, removal is slow).
-    while (reporter.last('one')?.status !== 'success') await new Promise((resolve) => setTimeout(resolve, 5));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    executor?.cancelBuild();
-    const result = await run;
+    const result = await runBuild(parent, { build, runtime, reporter });
+    expect(parent.signal.aborted).toBe(true);
+    expect(removals).toEqual(['start one', 'done one']);
     expect(result.status).toBe('success');
-    expect(engine.containers.size).toBe(0);
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
   });
 
   it('a slow log stream does not starve the removals: each gets its own budget (issue #13 item 3)', async () => {
@@ -247,10 +276,10 @@ describe('in destroy', () => {
 
   it('cleanup is bounded by its own limit, and the final status is still reported', async () => {
     const { runtime: base } = await dummy();
-    const runtime = slowed(base, { removeContainer: 30_000, removeNetwork: 30_000 });
+    const runtime = slowed(base, { removeContainer: HOLD_MS, removeNetwork: HOLD_MS });
     const reporter = new RecordingReporter();
     const warnings: string[] = [];
-    const started = Date.now();
+    const started = performance.now();
     const result = await runBuild(background(), {
       build: makeBuild({ steps: [ctn('one', { commands: ['true'] })] }),
       runtime,
@@ -258,7 +287,8 @@ describe('in destroy', () => {
       cleanupTimeoutMs: 300,
       logger: { warn: (m) => warnings.push(m) },
     });
-    expect(Date.now() - started).toBeLessThan(2500);
+    // It did not wait for the 30 s calls: each gave up after its 300 ms budget.
+    expect(performance.now() - started).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('success');
     expect(reporter.builds.at(-1)?.status).toBe('success');
     expect(warnings.some((w) => /one/.test(w))).toBe(true);
