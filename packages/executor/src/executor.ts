@@ -58,7 +58,12 @@ export interface ExecutorOptions {
    * (Vela's log-streaming timeout). Default 60 s.
    */
   logStreamingGraceMs?: number;
-  /** How long destroyBuild may take, whatever happened before. Default 2 min. */
+  /**
+   * The budget of each step of destroyBuild, whatever happened before: removing the containers
+   * (each in its own budget, in parallel), waiting for a container's log stream, removing the
+   * volume, the network and the runtime build. Its runtime calls end within 6 budgets (inspect,
+   * remove and stream wait of the containers, then volume, network, build). Default 2 min.
+   */
   cleanupTimeoutMs?: number;
   /**
    * What rulesets are matched against (branch, event, repo, tag, target…); the status comes from
@@ -103,8 +108,8 @@ export interface BuildContexts {
   /** `withDelayedCancel(build, log-streaming grace)`: streamBuild and every log stream. */
   readonly stream: Context;
   /**
-   * `withTimeout(withoutCancel(build), cleanup limit)`, made on the first call so that its limit
-   * starts when destroying does.
+   * `withoutCancel(build)`: destroyBuild runs under it whatever ended the build. It has no limit of
+   * its own: destroyBuild bounds each removal by the cleanup budget.
    */
   readonly destroy: () => Context;
   /**
@@ -275,6 +280,8 @@ export class Executor {
   #cancelCause: unknown;
   #timedOut = false;
   #reportCtx: Context = background();
+  /** The stream ctx (contexts() or streamBuild's): stream requests are accepted while it lives. */
+  #streamCtx: Context | undefined;
   #execCtx: Context | undefined;
   #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
   #unregisterEvents: (() => void) | undefined;
@@ -316,17 +323,14 @@ export class Executor {
     const [stream, cancelStream] = withDelayedCancel(build, this.#options.logStreamingGraceMs ?? 60_000);
     const state = { build, cancel, released: false };
     this.#contexts = state;
+    this.#streamCtx = stream;
     this.#reportCtx = withoutCancel(build);
-    let destroy: [Context, CancelFunc] | undefined;
-    const cleanupMs = this.#options.cleanupTimeoutMs ?? 120_000;
+    const destroy = withoutCancel(build);
     return {
       build,
       exec,
       stream,
-      destroy() {
-        destroy ??= withTimeout(withoutCancel(build), cleanupMs);
-        return destroy[0];
-      },
+      destroy: () => destroy,
       end() {
         state.released = true;
         cancel(RELEASED);
@@ -335,7 +339,6 @@ export class Executor {
         state.released = true;
         cancelExec();
         cancelStream();
-        destroy?.[1]();
         cancel(RELEASED);
       },
     };
@@ -521,6 +524,7 @@ export class Executor {
    * the log is closed with what arrived). Streams of services end when destroyBuild removes them.
    */
   async streamBuild(ctx: Context): Promise<void> {
+    this.#streamCtx ??= ctx;
     const group = new TaskGroup(ctx);
     try {
       for await (const request of this.#requests.iterate(ctx)) {
@@ -570,16 +574,19 @@ export class Executor {
       if (!this.#execDone) this.#requests.close();
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((run) => this.#destroyContainer(ctx, run)));
+      // Each removal in its own budget: a slow one never starves the next.
       for (const [what, remove] of [
-        ['volume', () => this.runtime.removeVolume(ctx, this.build)],
-        ['network', () => this.runtime.removeNetwork(ctx, this.build)],
-        ['build', () => this.runtime.removeBuild(ctx, this.build)],
+        ['volume', (budget: Context) => this.runtime.removeVolume(budget, this.build)],
+        ['network', (budget: Context) => this.runtime.removeNetwork(budget, this.build)],
+        ['build', (budget: Context) => this.runtime.removeBuild(budget, this.build)],
       ] as const) {
-        try {
-          await remove();
-        } catch (error) {
-          this.#log.warn?.(`destroy ${this.build.id}: removing the ${what}: ${messageOf(error)}`);
-        }
+        await this.#withBudget(ctx, async (budget) => {
+          try {
+            await remove(budget);
+          } catch (error) {
+            this.#log.warn?.(`destroy ${this.build.id}: removing the ${what}: ${messageOf(error)}`);
+          }
+        });
       }
       if (!isFinal(this.#init.status)) {
         this.#init.status = this.#canceled ? 'canceled' : 'failure';
@@ -621,7 +628,7 @@ export class Executor {
     const run = this.#run(container);
     await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
     run.ran = true;
-    await this.#requestStream(ctx, run);
+    await this.#requestStream(run);
   }
 
   /** Streams the service's log until its container ends or `ctx` does. */
@@ -675,7 +682,7 @@ export class Executor {
     if (run.kind === 'init') return;
     await this.#containerCall(run, 'exec', () => this.runtime.runContainer(ctx, container, this.build), ctx);
     run.ran = true;
-    await this.#requestStream(ctx, run);
+    await this.#requestStream(run);
     if (container.detach) return;
     this.#log.debug?.(`waiting for step ${container.name}`);
     const exit = await this.#containerCall(run, 'exec', () => this.runtime.waitContainer(ctx, container), ctx, 1);
@@ -1019,14 +1026,19 @@ export class Executor {
     await this.#writer(this.#init, () => this.#reportCtx).close();
   }
 
-  async #requestStream(ctx: Context, run: ContainerRun): Promise<void> {
+  /**
+   * Asks for the container's log to be streamed. Sent with the stream ctx, not the exec ctx: a
+   * container started as the timeout or a cancel hits is still streamed during the grace (the
+   * channel is buffered for every container, so the send never waits).
+   */
+  async #requestStream(run: ContainerRun): Promise<void> {
     run.streaming = true;
     const kind = run.kind === 'service' ? 'service' : 'step';
     const stream = kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this);
     try {
-      await this.#requests.send(ctx, { kind, container: run.container, stream });
+      await this.#requests.send(this.#streamCtx ?? background(), { kind, container: run.container, stream });
     } catch {
-      // execBuild is over or ctx ended: nobody will stream this container.
+      // execBuild is over or the stream ctx ended: nobody will stream this container.
       await this.#finishStream(run);
     }
   }
@@ -1054,26 +1066,46 @@ export class Executor {
     }
   }
 
+  /** Runs `body` under a child of `ctx` bounded by the cleanup budget, and clears its timer. */
+  async #withBudget<T>(ctx: Context, body: (budget: Context) => Promise<T>): Promise<T> {
+    const [budget, cancel] = withTimeout(ctx, this.#options.cleanupTimeoutMs ?? 120_000);
+    try {
+      return await body(budget);
+    } finally {
+      cancel();
+    }
+  }
+
+  /**
+   * Waits for the container's log stream to end, within its own cleanup budget (the stream itself
+   * is cut by the log-streaming grace), so a slow stream never eats a removal's budget.
+   */
+  async #waitForStream(ctx: Context, run: ContainerRun): Promise<void> {
+    if (!run.streaming) return;
+    await this.#withBudget(ctx, (budget) => settleWithin(budget, run.streamDone.promise));
+  }
+
   async #destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
     const container = run.container;
-    const remove = async (): Promise<void> => {
-      try {
-        this.#log.debug?.(`removing ${run.kind} ${container.name}`);
-        await this.runtime.removeContainer(ctx, container);
-        this.#log.debug?.(`removed ${run.kind} ${container.name}`);
-      } catch (error) {
-        this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
-      }
-    };
+    const remove = (): Promise<void> =>
+      this.#withBudget(ctx, async (budget) => {
+        try {
+          this.#log.debug?.(`removing ${run.kind} ${container.name}`);
+          await this.runtime.removeContainer(budget, container);
+          this.#log.debug?.(`removed ${run.kind} ${container.name}`);
+        } catch (error) {
+          this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
+        }
+      });
     if (run.ran && run.exited) {
       // Read the whole log before the container goes.
-      if (run.streaming) await settleWithin(ctx, run.streamDone.promise);
+      await this.#waitForStream(ctx, run);
       await remove();
     } else if (run.ran) {
       // Still running (a service, a detached step, or a step the build stopped waiting for).
       if (run.status === 'running') {
         try {
-          const state = await this.runtime.inspectContainer(ctx, container);
+          const state = await this.#withBudget(ctx, (budget) => this.runtime.inspectContainer(budget, container));
           if (state.state === 'exited') {
             run.exited = true;
             run.exitCode = state.exitCode ?? 0;
@@ -1083,7 +1115,7 @@ export class Executor {
         }
       }
       await remove();
-      if (run.streaming) await settleWithin(ctx, run.streamDone.promise);
+      await this.#waitForStream(ctx, run);
     } else if (run.created) {
       await remove();
     }

@@ -1,4 +1,4 @@
-import { background, withCancel } from '@berth/context';
+import { background, type Context, withCancel } from '@berth/context';
 import { expectNoAsyncLeaks, listenerCount } from '@berth/context/testing';
 import { describe, expect, it } from 'vitest';
 import { Executor } from '../src/executor.ts';
@@ -21,7 +21,21 @@ function buildFor(kind: Kind) {
 
 describe('async resources', () => {
   it('none of 50 builds (passing, failing, canceled, timed out) leaves a timer, socket or listener behind', async () => {
-    const { runtime } = await dummy();
+    const { runtime: base } = await dummy();
+    // Every ctx the build handed the runtime (exec, stream, destroy, budgets): none may keep a
+    // listener once the build is over.
+    const used = new Set<AbortSignal>();
+    const runtime = new Proxy(base, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== 'function') return value;
+        const fn = value as (ctx: Context, ...args: unknown[]) => unknown;
+        return (ctx: Context, ...args: unknown[]) => {
+          used.add(ctx.signal);
+          return fn.call(target, ctx, ...args);
+        };
+      },
+    });
     const kinds: Kind[] = ['passing', 'failing', 'canceled', 'timed-out'];
     const seen = new Map<Kind, string>();
     // The worker's root ctx, shared by every build: no build may leave a listener on it.
@@ -41,6 +55,12 @@ describe('async resources', () => {
           logs: { flushIntervalMs: 5 },
         });
         clearTimeout(timer);
+        // The ctx runBuild was given (the build ctx, the stream ctx and the rest hang off it): once
+        // the build is over it holds no listener of the build's.
+        expect(listenerCount(ctx.signal)).toBe(0);
+        expect(used.size).toBeGreaterThan(0);
+        expect([...used].map((signal) => listenerCount(signal)).filter((n) => n > 0)).toEqual([]);
+        used.clear();
         cancel();
         expect(listenerCount(root.signal)).toBe(0);
         seen.set(kind, result.status);

@@ -8,9 +8,10 @@ export type RuntimeMethod = Exclude<keyof Runtime, 'name'>;
 
 /**
  * Wraps `runtime` so that `method` first waits `ms` (honouring its ctx, as the contract asks),
- * to hold a build in one phase while a test cancels it or lets it time out.
+ * to hold a build in one phase while a test cancels it or lets it time out. `entered` is called
+ * as a slowed call starts.
  */
-export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, number>>): Runtime {
+export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, number>>, entered?: (method: RuntimeMethod) => void): Runtime {
   return new Proxy(runtime, {
     get(target, prop, _receiver) {
       const value: unknown = Reflect.get(target, prop, target);
@@ -19,6 +20,7 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
       const delay = delays[prop as RuntimeMethod];
       if (delay === undefined) return fn.bind(target);
       return async (ctx: Context, ...args: unknown[]) => {
+        entered?.(prop as RuntimeMethod);
         try {
           await sleep(ctx, delay);
         } catch {

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { background, withCancel } from '@berth/context';
-import { ConsoleReporter, runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
+import { runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
+import { ConsoleReporter } from '../console-reporter.ts';
 import type { Build } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';

@@ -10,8 +10,8 @@ function maskInChunks(text: string, secrets: string[], cuts: number[]): string {
   for (const cut of cuts) {
     const next = Math.min(bytes.length, pos + cut);
     out.push(Buffer.from(masker.write(bytes.subarray(pos, next))));
-    // The masker never holds back a whole secret.
-    expect(masker.pending).toBeLessThan(Math.max(1, masker.maxSecretLength));
+    // The masker never holds back a whole secret (a plain check: expect() per chunk is slow in the fuzz).
+    if (masker.pending >= Math.max(1, masker.maxSecretLength)) throw new Error(`held back ${masker.pending} bytes, the longest form has ${masker.maxSecretLength}`);
     pos = next;
   }
   out.push(Buffer.from(masker.write(bytes.subarray(pos))));
@@ -76,14 +76,15 @@ describe('SecretMasker', () => {
     expect(Buffer.concat([first, rest]).toString()).toBe('a *** b');
   });
 
-  it('fuzz: 10 000 random logs cut at random byte boundaries match the reference, with no leaks', () => {
+  it('fuzz: 4 000 random logs cut at random byte boundaries match the reference, with no leaks', () => {
     const rand = prng(0xbe27);
     const alphabet = ['a', 'b', 'c', 'ab', '\n', ' ', 'é', '€', '𝄞', 'x\n'];
     const word = (min: number, max: number) => Array.from({ length: int(rand, min, max) }, () => pick(rand, alphabet)).join('');
     let leaks = 0;
     let mismatches = 0;
     let masked = 0;
-    for (let n = 0; n < 10_000; n++) {
+    // 4 000 cases: every secret now brings its forms (secretForms), which triples the work per case.
+    for (let n = 0; n < 4_000; n++) {
       const secrets: string[] = [];
       const count = int(rand, 1, 4);
       for (let i = 0; i < count; i++) {
@@ -116,7 +117,7 @@ describe('SecretMasker', () => {
     expect(mismatches).toBe(0);
     expect(leaks).toBe(0);
     // The cases did exercise masking.
-    expect(masked).toBeGreaterThan(5000);
+    expect(masked).toBeGreaterThan(2000);
   });
 });
 

@@ -1,10 +1,9 @@
 import { PassThrough, Writable } from 'node:stream';
 import { background } from '@berth/context';
 import { describe, expect, it } from 'vitest';
-import { ctn, dummy, makeBuild } from '../test/helpers.ts';
+import type { Status, Target } from '@berth/executor';
+import { emptyBuild, emptyContainer, prepareBuild } from '@berth/pipeline';
 import { ConsoleReporter } from './console-reporter.ts';
-import { runBuild } from './run-build.ts';
-import type { Target } from './reporter.ts';
 
 function capture(tty = false): { out: PassThrough & { isTTY?: boolean }; text: () => string } {
   const out = new PassThrough() as PassThrough & { isTTY?: boolean };
@@ -18,14 +17,38 @@ const target: Target = { kind: 'step', name: 'test', number: 2, id: 'step_test',
 
 describe('ConsoleReporter', () => {
   it('prints prefixed live lines, step headers and results, and a summary table', async () => {
-    const { runtime } = await dummy();
     const { out, text } = capture();
-    const build = makeBuild({
-      steps: [ctn('compile', { commands: ['echo building', 'echo done building'] }), ctn('test', { commands: ['echo testing', 'exit 3'] }), ctn('deploy', { commands: ['true'] })],
-    });
+    // The reports an executor sends for a build of three steps whose second fails (the executor's
+    // own tests check it sends them).
+    const build = prepareBuild(
+      emptyBuild({
+        steps: [
+          emptyContainer({ name: 'compile', image: 'berth/busybox:1.35', commands: ['echo building'] }),
+          emptyContainer({ name: 'test', image: 'berth/busybox:1.35', commands: ['exit 3'] }),
+          emptyContainer({ name: 'deploy', image: 'berth/busybox:1.35', commands: ['true'] }),
+        ],
+      }),
+      { org: 'org', repo: 'repo', number: 1 },
+    );
     const reporter = new ConsoleReporter(out, { build, env: {} });
-    const result = await runBuild(background(), { build, runtime, reporter, host: 'h' });
-    expect(result.status).toBe('failure');
+    const ctx = background();
+    const step = (name: string, number: number): Target => ({ kind: 'step', name, number, id: `step_${name}`, image: 'berth/busybox:1.35' });
+    const report = (t: Target, status: Status, exitCode = 0, times: { started?: number; finished?: number } = {}) => ({ ...t, status, exitCode, detached: false, continueOnFailure: false, ...times });
+    const buildReport = { id: build.id, runtime: 'dummy', host: 'h', distribution: 'linux' };
+    await reporter.buildStatus(ctx, { ...buildReport, status: 'running', started: 1000 });
+    const compile = step('compile', 2);
+    await reporter.stepStatus(ctx, report(compile, 'running', 0, { started: 1000 }));
+    await reporter.appendLog(ctx, compile, Buffer.from('building\ndone building\n'));
+    await reporter.stepStatus(ctx, report(compile, 'success', 0, { started: 1000, finished: 1500 }));
+    await reporter.closeLog(ctx, compile);
+    const test = step('test', 3);
+    await reporter.stepStatus(ctx, report(test, 'running', 0, { started: 1500 }));
+    await reporter.appendLog(ctx, test, Buffer.from('testing\n'));
+    await reporter.stepStatus(ctx, { ...report(test, 'failure', 3, { started: 1500, finished: 1520 }), error: 'exited with code 3' });
+    await reporter.closeLog(ctx, test);
+    const deploy = step('deploy', 4);
+    await reporter.stepStatus(ctx, report(deploy, 'skipped'));
+    await reporter.buildStatus(ctx, { ...buildReport, status: 'failure', started: 1000, finished: 2000 });
     const printed = text();
     expect(reporter.colored).toBe(false);
     expect(printed).not.toContain('\u001b[');

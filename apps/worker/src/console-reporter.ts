@@ -7,9 +7,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Context } from '@berth/context';
 import type { Build } from '@berth/pipeline';
 import type { RuntimeEvent } from '@berth/runtime';
-import { formatBytes } from './log/cap.ts';
-import type { BuildReport, Reporter, StepReport, Target } from './reporter.ts';
-import type { Status } from './status.ts';
+import { type BuildReport, formatBytes, type Reporter, type Status, type StepReport, type Target } from '@berth/executor';
 
 /** Settings of {@link ConsoleReporter}. */
 export interface ConsoleReporterOptions {
