@@ -17,7 +17,8 @@ import type { DummyContainer, DummyEngine } from './engine.ts';
 import { tailLog } from './log.ts';
 import { ContainerFs, MemoryFs } from './shell/fs.ts';
 import { EMPTY_INPUT, type Output } from './shell/io.ts';
-import { Killed, Shell, shellCommands, type ShellHost } from './shell/shell.ts';
+import { shellCommands } from './shell/builtins/index.ts';
+import { Killed, Shell, type ShellHost } from './shell/shell.ts';
 
 /** Options of {@link dummyRuntime}, fixed for every runtime its descriptor creates. */
 export interface DummyRuntimeOptions {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ContainerFs, MemoryFs } from '../src/shell/fs.ts';
 import { EMPTY_INPUT } from '../src/shell/io.ts';
 import { parseScript, ShellSyntaxError } from '../src/shell/parse.ts';
-import { formatPrintf, Shell, type ShellHost } from '../src/shell/shell.ts';
+import { formatPrintf } from '../src/shell/printf.ts';
+import { Shell, type ShellHost } from '../src/shell/shell.ts';
 
 /** Runs `script` in a fresh dummy shell; returns its combined output and status. */
 async function run(script: string, env: Record<string, string> = {}): Promise<{ out: string; status: number; workspace: MemoryFs }> {

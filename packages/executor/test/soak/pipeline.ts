@@ -19,6 +19,8 @@ export interface PipelineOptions {
   slowSeconds: number;
   /** Most containers (services + steps) in one build; Docker builds keep it small. */
   maxContainers: number;
+  /** How often a step is slow (sleeps 1 to `slowSeconds` s). */
+  slowRate: number;
 }
 
 /** A generated pipeline and what the soak needs to judge it. */
@@ -86,7 +88,7 @@ export function randomPipeline(rand: () => number, n: number, options: PipelineO
       commands.push(`echo start ${name}`);
       if (rand() < 0.5) commands.push(`seq 1 ${int(rand, 1, 300)}`);
       for (const ref of refs) commands.push(...secretLines(rand, ref.target, options.multiline));
-      if (roll < 0.2) commands.push(`sleep ${int(rand, 1, options.slowSeconds)}`);
+      if (roll < options.slowRate) commands.push(`sleep ${int(rand, 1, options.slowSeconds)}`);
       else if (rand() < 0.5) commands.push(`sleep 0.0${int(rand, 1, 9)}`);
     }
     const code = kind === 'step' && rand() < 0.2 ? int(rand, 1, 3) : 0;
