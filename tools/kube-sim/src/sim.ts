@@ -33,7 +33,12 @@ export interface KubeSimOptions {
   nodeName?: string;
   /** How many changes the watch history keeps; a watch from an older version gets 410 Expired. Default 1000. */
   historyLimit?: number;
-  /** Period of BOOKMARK events on watches with allowWatchBookmarks. Default 10 000 ms. */
+  /**
+   * Period of BOOKMARK events on watches with allowWatchBookmarks. Default 60 000 ms, as the API
+   * server's watch cache (plus one 2 s before the watch's deadline). Note that
+   * @kubernetes/client-node 2.x silently re-opens a watch that has been quiet for 30 s: with the
+   * default, a quiet watch is re-opened about every 30 s.
+   */
   bookmarkIntervalMs?: number;
   /** Server-side watch timeout when the client sends none; default random 30–60 min as the API server does. */
   watchTimeoutSeconds?: number;
@@ -154,7 +159,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     counters,
     faults,
     hub,
-    settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null },
+    settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null },
     serveLog: (pod, url, res) => serveLog({ docker, agent, counters, faults }, pod, url, res),
     serverAddress: () => address,
   });

@@ -15,7 +15,7 @@ import { type IncludeObject, toTable } from './table.ts';
 
 /** Tuning of watches (library options). */
 export interface WatchSettings {
-  /** Period of BOOKMARK events for watches that allow them. */
+  /** Period of BOOKMARK events for watches that allow them (the API server's is a minute); one more comes 2 s before the watch's deadline. */
   bookmarkIntervalMs: number;
   /** Server-side timeout when the client sends no timeoutSeconds; null: random 30–60 min as the API server does. */
   defaultTimeoutSeconds: number | null;
@@ -176,17 +176,30 @@ export function serveWatch(
     if (ev) send(ev);
   });
 
-  const bookmarkTimer = bookmarks
-    ? setInterval(() => send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) }), settings.bookmarkIntervalMs)
-    : undefined;
   const seconds = timeoutSeconds ?? settings.defaultTimeoutSeconds ?? 1800 + Math.floor(Math.random() * 1800);
+  const deadline = Date.now() + seconds * 1000;
   const timeoutTimer = setTimeout(() => close(), seconds * 1000);
+  // Bookmarks as the watch cache sends them: about every bookmark period (a minute by default),
+  // and one 2 s before the watch's deadline, none after that (kubernetes/kubernetes
+  // staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime;
+  // cacher.go defaultBookmarkFrequency = time.Minute).
+  let bookmarkTimer: NodeJS.Timeout | undefined;
+  const scheduleBookmark = (): void => {
+    const now = Date.now();
+    const next = Math.min(now + settings.bookmarkIntervalMs, deadline - 2000);
+    if (next < now) return;
+    bookmarkTimer = setTimeout(() => {
+      send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) });
+      scheduleBookmark();
+    }, next - now);
+  };
+  if (bookmarks) scheduleBookmark();
 
   const close = (): void => {
     if (closed) return;
     closed = true;
     unsubscribe();
-    clearInterval(bookmarkTimer);
+    clearTimeout(bookmarkTimer);
     clearTimeout(timeoutTimer);
     clearTimeout(timer);
     unregister();
