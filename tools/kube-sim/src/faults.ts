@@ -10,6 +10,14 @@ export interface ImagePullFault {
   message?: string;
 }
 
+/** Requests that RBAC denies (403 Forbidden); an absent field matches anything. */
+export interface ForbiddenRule {
+  verbs?: Verb[];
+  /** e.g. `pods`, `pods/log`, `events`. */
+  resources?: string[];
+  namespaces?: string[];
+}
+
 /** The active fault settings. */
 export interface FaultSettings {
   /** Close every open watch stream every N seconds (clean end of the response), or null. */
@@ -29,6 +37,8 @@ export interface FaultSettings {
    * the first use pulls them, which takes this many milliseconds (pulls are serialised per node).
    */
   slowPulls: Record<string, number>;
+  /** Missing RBAC: matching requests are answered 403 Forbidden as the API server words it. */
+  forbidden: ForbiddenRule[];
 }
 
 /** An update: any subset of the settings, plus the one-shot `closeWatchesNow`. */
@@ -48,6 +58,7 @@ function defaults(): FaultSettings {
     imagePullFailures: {},
     stallNodeAgent: false,
     slowPulls: {},
+    forbidden: [],
   };
 }
 
@@ -83,6 +94,13 @@ export class Faults {
     return this.#settings.slowPulls[image];
   }
 
+  /** True when a forbidden rule matches this request. */
+  isForbidden(verb: Verb, resource: string, namespace: string | undefined): boolean {
+    return this.#settings.forbidden.some(
+      (r) => (!r.verbs || r.verbs.includes(verb)) && (!r.resources || r.resources.includes(resource)) && (!r.namespaces || (namespace !== undefined && r.namespaces.includes(namespace))),
+    );
+  }
+
   /** A copy of the active settings. */
   get(): FaultSettings {
     return structuredClone(this.#settings);
@@ -105,6 +123,10 @@ export class Faults {
     if (update.logCutAfterBytes !== undefined) next.logCutAfterBytes = update.logCutAfterBytes === null ? null : Math.max(0, Number(update.logCutAfterBytes));
     if (update.imagePullFailures !== undefined) next.imagePullFailures = { ...(update.imagePullFailures ?? {}) };
     if (update.stallNodeAgent !== undefined) next.stallNodeAgent = Boolean(update.stallNodeAgent);
+    if (update.forbidden !== undefined) {
+      if (!Array.isArray(update.forbidden)) throw new TypeError('forbidden must be a list of { verbs?, resources?, namespaces? }');
+      next.forbidden = structuredClone(update.forbidden);
+    }
     if (update.slowPulls !== undefined) {
       const pulls = update.slowPulls ?? {};
       for (const [image, ms] of Object.entries(pulls)) {

@@ -10,7 +10,7 @@ import { discovery } from './api/discovery.ts';
 import { readJson, sendError, sendJson } from './api/http.ts';
 import { handleResource, type ResourceDeps } from './api/resources.ts';
 import { route } from './api/router.ts';
-import { ApiError, badRequest, gone, internalError, pathNotFound, tooManyRequests, unauthorized } from './status.ts';
+import { ApiError, badRequest, forbidden, gone, internalError, pathNotFound, tooManyRequests, unauthorized } from './status.ts';
 import { type TlsMaterial } from './tls.ts';
 
 /** What the HTTP front needs. */
@@ -20,6 +20,8 @@ export interface ServerDeps extends ResourceDeps {
   faults: Faults;
   /** Address advertised in /api (host:port), set once listening. */
   serverAddress: () => string;
+  /** The user named in 403 messages. */
+  user: string;
 }
 
 function authorized(req: IncomingMessage, token: string): boolean {
@@ -88,6 +90,8 @@ export function createApiServer(tls: TlsMaterial, deps: ServerDeps): Server {
         return;
       }
       deps.counters.request(r.verb, r.resource, r.subresource);
+      const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+      if (deps.faults.isForbidden(r.verb, resource, r.namespace)) throw forbidden(deps.user, r.verb, r.resource, r.subresource, r.namespace, r.name);
       const code = deps.faults.takeFailure(r.verb);
       if (code) {
         deps.counters.fault(code);

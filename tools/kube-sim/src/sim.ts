@@ -31,9 +31,21 @@ export interface KubeSimOptions {
   pauseImage?: string;
   /** Name of the one fake node. Default `kube-sim-node`. */
   nodeName?: string;
-  /** How many changes the watch history keeps; a watch from an older version gets 410 Expired. Default 1000. */
+  /** How many changes the watch history keeps per resource; a watch from an older version gets 410 Expired. Default 1000. */
   historyLimit?: number;
-  /** Period of BOOKMARK events on watches with allowWatchBookmarks. Default 10 000 ms. */
+  /**
+   * How far back in time the watch history of a resource surely reaches; older changes go once a
+   * resource has more than 100 (the watch cache's eventFreshDuration and lower bound). Default 75 000 ms.
+   */
+  historyWindowMs?: number;
+  /** The user named in 403 Forbidden messages (fault `forbidden`). Default `system:serviceaccount:default:berth-worker`. */
+  user?: string;
+  /**
+   * Period of BOOKMARK events on watches with allowWatchBookmarks. Default 60 000 ms, as the API
+   * server's watch cache (plus one 2 s before the watch's deadline). Note that
+   * @kubernetes/client-node 2.x silently re-opens a watch that has been quiet for 30 s: with the
+   * default, a quiet watch is re-opened about every 30 s.
+   */
   bookmarkIntervalMs?: number;
   /** Server-side watch timeout when the client sends none; default random 30–60 min as the API server does. */
   watchTimeoutSeconds?: number;
@@ -117,7 +129,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   const token = options.token ?? randomBytes(24).toString('hex');
   const instanceId = randomBytes(6).toString('hex');
 
-  const store = new Store(options.historyLimit ?? 1000);
+  const store = new Store({ ...(options.historyLimit !== undefined ? { limit: options.historyLimit } : {}), ...(options.historyWindowMs !== undefined ? { windowMs: options.historyWindowMs } : {}) });
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...(options.namespaces ?? [])]) {
     store.create('namespaces', {
       apiVersion: 'v1',
@@ -154,9 +166,10 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     counters,
     faults,
     hub,
-    settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null },
+    settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null, freshWaitMs: 3000 },
     serveLog: (pod, url, res) => serveLog({ docker, agent, counters, faults }, pod, url, res),
     serverAddress: () => address,
+    user: options.user ?? 'system:serviceaccount:default:berth-worker',
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

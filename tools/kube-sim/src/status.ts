@@ -118,3 +118,34 @@ export function tooManyRequests(retryAfterSeconds = 1): ApiError {
 export function success(details?: StatusObject['details']): StatusObject {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', message: '', reason: '', ...(details ? { details } : {}), code: 200 };
 }
+
+/**
+ * 403 Forbidden as RBAC denies a request: `pods is forbidden: User "u" cannot list resource
+ * "pods" in API group "" in the namespace "default"` (kubernetes/kubernetes
+ * staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage,
+ * ForbiddenStatusError; apimachinery errors.NewForbidden).
+ */
+export function forbidden(user: string, verb: string, resource: string, subresource: string | undefined, namespace: string | undefined, name: string | undefined): ApiError {
+  const what = subresource ? `${resource}/${subresource}` : resource;
+  const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
+  const reason = `User "${user}" cannot ${verb} resource "${what}" in API group "" ${scope}`;
+  const message = name ? `${resource} "${name}" is forbidden: ${reason}` : `${resource} is forbidden: ${reason}`;
+  return new ApiError(failure(403, 'Forbidden', message, { ...(name ? { name } : {}), kind: resource }));
+}
+
+/**
+ * The 504 the watch cache answers when asked for a resourceVersion it has not reached within
+ * 3 s (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/storage/errors.go
+ * NewTooLargeResourceVersionError; cacher/watch_cache.go waitUntilFreshAndBlock, blockTimeout).
+ */
+export function tooLargeResourceVersion(requested: number, current: number): StatusObject {
+  return failure(504, 'Timeout', `Timeout: Too large resource version: ${requested}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  });
+}
+
+/** 410 Expired for a list with resourceVersionMatch=Exact older than the history. */
+export function listTooOld(): ApiError {
+  return new ApiError(failure(410, 'Expired', 'The resourceVersion for the provided list is too old.'));
+}

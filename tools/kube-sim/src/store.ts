@@ -1,6 +1,7 @@
 // The object store: one global, monotonically increasing resourceVersion shared by every
-// resource (as etcd's revision is), a bounded history of changes for watches to resume from,
-// and synchronous change listeners (the watch hub and the node agent subscribe here).
+// resource (as etcd's revision is), a history of changes per resource for watches to resume
+// from (the API server's watch cache: one per resource, keeping about the last 75 s), and
+// synchronous change listeners (the watch hub and the node agent subscribe here).
 
 import { randomUUID } from 'node:crypto';
 import { matchFilter, type ObjectFilter } from './selectors.ts';
@@ -13,9 +14,27 @@ export interface StoreEvent {
   resource: string;
   resourceVersion: number;
   object: KubeObject;
-  /** The object before a MODIFIED (lets a filtered watch turn it into ADDED or DELETED). */
+  /** The object before a MODIFIED or DELETED (lets a filtered watch turn it into ADDED or DELETED, and a list go back in time). */
   previous?: KubeObject;
 }
+
+/** How long the watch history of each resource reaches back. */
+export interface HistoryWindow {
+  /** At most this many changes per resource (kube-sim's memory cap; the API server's is 100 Ki). Default 1000. */
+  limit: number;
+  /**
+   * Changes older than this may go once a resource has more than `lowerBound` of them: the
+   * watch cache sizes its buffer to hold at least `eventFreshDuration` (75 s) and at least
+   * 100 changes (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go
+   * resizeCacheLocked; cacher.go DefaultEventFreshDuration, defaultLowerBoundCapacity). Default 75 000.
+   */
+  windowMs: number;
+  /** Default 100. */
+  lowerBound: number;
+}
+
+/** The API server's watch cache window, with kube-sim's cap of 1000 changes per resource. */
+export const defaultHistoryWindow: HistoryWindow = { limit: 1000, windowMs: 75_000, lowerBound: 100 };
 
 /** What a watch gets when it asks to start from a version. */
 export type ReplayResult = { expired: false; events: StoreEvent[] } | { expired: true; oldest: number };
@@ -35,16 +54,22 @@ function randomSuffix(): string {
 export class Store {
   #rv = 0;
   readonly #objects = new Map<string, Map<string, KubeObject>>();
-  readonly #history: StoreEvent[] = [];
-  readonly #historyLimit: number;
-  /** Highest version that has fallen out of the history window. */
-  #compacted = 0;
+  /** Per resource: retained changes (oldest first) and when each happened. */
+  readonly #history = new Map<string, { event: StoreEvent; at: number }[]>();
+  readonly #window: HistoryWindow;
+  readonly #now: () => number;
+  /** Per resource: highest version that has fallen out of its history window. */
+  readonly #compacted = new Map<string, number>();
   readonly #listeners = new Set<(event: StoreEvent) => void>();
   readonly #pending: StoreEvent[] = [];
   #delivering = false;
 
-  constructor(historyLimit: number) {
-    this.#historyLimit = Math.max(1, historyLimit);
+  /** `window` as a number is the old form: the per-resource change limit. `now` is for tests. */
+  constructor(window: number | Partial<HistoryWindow> = {}, now: () => number = Date.now) {
+    const w = typeof window === 'number' ? { limit: window } : window;
+    this.#window = { ...defaultHistoryWindow, ...w };
+    this.#window.limit = Math.max(1, this.#window.limit);
+    this.#now = now;
   }
 
   /** The current global resourceVersion. */
@@ -52,9 +77,9 @@ export class Store {
     return this.#rv;
   }
 
-  /** Oldest version a watch may still resume from. */
-  get oldestResumable(): number {
-    return this.#compacted;
+  /** Oldest version a watch of `resource` may still resume from. */
+  oldestResumable(resource: string): number {
+    return this.#compacted.get(resource) ?? 0;
   }
 
   #collection(resource: string): Map<string, KubeObject> {
@@ -164,8 +189,27 @@ export class Store {
     collection.delete(k);
     const last = clone(current);
     last.metadata.resourceVersion = String(++this.#rv);
-    this.#emit({ type: 'DELETED', resource, resourceVersion: this.#rv, object: clone(last) });
+    this.#emit({ type: 'DELETED', resource, resourceVersion: this.#rv, object: clone(last), previous: clone(current) });
     return last;
+  }
+
+  /**
+   * Resolves true once the store's version reaches `version`, false after `timeoutMs` (the watch
+   * cache's waitUntilFreshAndBlock, which gives up after 3 s).
+   */
+  async reached(version: number, timeoutMs: number): Promise<boolean> {
+    if (this.#rv >= version) return true;
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve(ok);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const unsubscribe = this.subscribe(() => {
+        if (this.#rv >= version) done(true);
+      });
+    });
   }
 
   /** Listens to every change, synchronously and in order. Returns an unsubscribe function. */
@@ -174,18 +218,53 @@ export class Store {
     return () => this.#listeners.delete(listener);
   }
 
-  /** The retained changes after `fromVersion`, or `expired` when the window no longer reaches back that far. */
+  /** The retained changes of `resource` after `fromVersion`, or `expired` when its window no longer reaches back that far. */
   replay(resource: string, fromVersion: number): ReplayResult {
-    if (fromVersion < this.#compacted) return { expired: true, oldest: this.#compacted + 1 };
-    return { expired: false, events: this.#history.filter((e) => e.resource === resource && e.resourceVersion > fromVersion) };
+    this.#evict(resource);
+    const compacted = this.oldestResumable(resource);
+    if (fromVersion < compacted) return { expired: true, oldest: compacted + 1 };
+    return { expired: false, events: (this.#history.get(resource) ?? []).filter((e) => e.event.resourceVersion > fromVersion).map((e) => e.event) };
+  }
+
+  /**
+   * The objects of `resource` as they were at `version` (a list with resourceVersionMatch=Exact),
+   * or undefined when the history no longer reaches back that far.
+   */
+  listAt(resource: string, filter: ObjectFilter, version: number): KubeObject[] | undefined {
+    const replay = this.replay(resource, version);
+    if (replay.expired) return undefined;
+    const objects = new Map([...this.#collection(resource)].map(([k, o]) => [k, clone(o)]));
+    for (const e of replay.events.toReversed()) {
+      const k = key(e.object.metadata.namespace, e.object.metadata.name ?? '');
+      if (e.type === 'ADDED') objects.delete(k);
+      else if (e.previous) objects.set(k, clone(e.previous));
+    }
+    const items = [...objects.values()].filter((o) => matchFilter(filter, o));
+    items.sort((a, b) => key(a.metadata.namespace, a.metadata.name ?? '').localeCompare(key(b.metadata.namespace, b.metadata.name ?? '')));
+    return items;
+  }
+
+  /** Drops the changes of `resource` that fell out of its window. */
+  #evict(resource: string): void {
+    const history = this.#history.get(resource);
+    if (!history) return;
+    const { limit, windowMs, lowerBound } = this.#window;
+    const horizon = this.#now() - windowMs;
+    for (let first = history[0]; first; first = history[0]) {
+      if (history.length <= limit && (history.length <= lowerBound || first.at >= horizon)) break;
+      history.shift();
+      this.#compacted.set(resource, first.event.resourceVersion);
+    }
   }
 
   #emit(event: StoreEvent): void {
-    this.#history.push(event);
-    while (this.#history.length > this.#historyLimit) {
-      const dropped = this.#history.shift();
-      if (dropped) this.#compacted = dropped.resourceVersion;
+    let history = this.#history.get(event.resource);
+    if (!history) {
+      history = [];
+      this.#history.set(event.resource, history);
     }
+    history.push({ event, at: this.#now() });
+    this.#evict(event.resource);
     // A listener that writes to the store must not make others see changes out of order:
     // nested changes are queued and delivered after the current one reached every listener.
     this.#pending.push(event);

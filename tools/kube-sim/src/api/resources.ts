@@ -4,7 +4,7 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { applyPatch } from '../patch.ts';
 import { parseFieldSelector, parseLabelSelector, type ObjectFilter } from '../selectors.ts';
-import { ApiError, badRequest, conflict, methodNotAllowed, notFound, invalid, type StatusCause } from '../status.ts';
+import { ApiError, badRequest, conflict, listTooOld, methodNotAllowed, notFound, invalid, tooLargeResourceVersion, type StatusCause } from '../status.ts';
 import { clone, type CoreEvent, type KubeObject, type Pod } from '../types.ts';
 import { queryInt, readJson, sendJson } from './http.ts';
 import { preparePodCreate, preparePodStatusUpdate, preparePodUpdate, labelError, validateMeta } from './pod-rules.ts';
@@ -96,9 +96,54 @@ interface ContinueToken {
   after: string;
 }
 
-function list(deps: ResourceDeps, route: ResourceRoute, def: ResourceDef, url: URL, req: IncomingMessage, res: ServerResponse): void {
+/** 422 for ListOptions the API server rejects (apimachinery validation.ValidateListOptions). */
+function invalidListOptions(message: string): ApiError {
+  return new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `ListOptions.meta.k8s.io "" is invalid: ${message}`, reason: 'Invalid', details: { group: 'meta.k8s.io', kind: 'ListOptions' }, code: 422 });
+}
+
+/**
+ * A read at `resourceVersion=N` (N > 0) is served from the watch cache once it has reached N;
+ * one it does not reach within 3 s gets 504 "Too large resource version"
+ * (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go
+ * waitUntilFreshAndBlock; storage/errors.go NewTooLargeResourceVersionError).
+ */
+async function notOlderThan(deps: ResourceDeps, url: URL): Promise<number | undefined> {
+  const rv = url.searchParams.get('resourceVersion') ?? '';
+  if (rv === '' || rv === '0') return undefined;
+  if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`);
+  const wanted = Number(rv);
+  if (!(await deps.store.reached(wanted, deps.settings.freshWaitMs))) throw new ApiError(tooLargeResourceVersion(wanted, deps.store.resourceVersion));
+  return wanted;
+}
+
+/**
+ * resourceVersionMatch as the API server validates and serves it: `NotOlderThan` (also the
+ * meaning of a bare resourceVersion=N) serves the latest state once it reached N; `Exact`
+ * serves the state at N from the watch history, 410 Expired when the history no longer reaches
+ * back that far (apimachinery pkg/apis/meta/internalversion/validation ValidateListOptions;
+ * apiserver storage/cacher/cacher.go GetList, delegating Exact to storage).
+ */
+async function listItems(deps: ResourceDeps, route: ResourceRoute, filter: ObjectFilter, url: URL): Promise<{ items: KubeObject[]; resourceVersion: number }> {
+  const match = url.searchParams.get('resourceVersionMatch') ?? '';
+  const rv = url.searchParams.get('resourceVersion') ?? '';
+  if (match !== '') {
+    if (match !== 'Exact' && match !== 'NotOlderThan') throw invalidListOptions(`resourceVersionMatch: Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`);
+    if (rv === '') throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided');
+    if (url.searchParams.get('continue')) throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
+    if (match === 'Exact' && rv === '0') throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+  }
+  const wanted = await notOlderThan(deps, url);
+  if (match === 'Exact' && wanted !== undefined) {
+    const items = deps.store.listAt(route.resource, filter, wanted);
+    if (!items) throw listTooOld();
+    return { items, resourceVersion: wanted };
+  }
+  return deps.store.list(route.resource, filter);
+}
+
+async function list(deps: ResourceDeps, route: ResourceRoute, def: ResourceDef, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const filter = filterFor(route, def, url);
-  const { items, resourceVersion } = deps.store.list(route.resource, filter);
+  const { items, resourceVersion } = await listItems(deps, route, filter, url);
   let page = items;
   let cont: string | undefined;
   let remaining: number | undefined;
@@ -234,13 +279,15 @@ export async function handleResource(deps: ResourceDeps, route: ResourceRoute, u
   switch (route.verb) {
     case 'watch': {
       const accept = req.headers.accept;
-      serveWatch(deps, route.resource, filterFor(route, def, url), url, req, res, wantsTable(accept) ? includeObject(url) : null);
+      if (url.searchParams.get('resourceVersionMatch')) throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch');
+      await serveWatch(deps, route.resource, filterFor(route, def, url), url, req, res, wantsTable(accept) ? includeObject(url) : null);
       return;
     }
     case 'list':
-      list(deps, route, def, url, req, res);
+      await list(deps, route, def, url, req, res);
       return;
     case 'get':
+      await notOlderThan(deps, url);
       respondObject(res, req, url, route.resource, def, store.mustGet(route.resource, ns, route.name ?? ''));
       return;
     case 'create': {

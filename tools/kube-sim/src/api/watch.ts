@@ -7,7 +7,7 @@ import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { type Counters } from '../counters.ts';
 import { type Faults } from '../faults.ts';
 import { matchFilter, type ObjectFilter } from '../selectors.ts';
-import { badRequest, tooOldStatus } from '../status.ts';
+import { badRequest, tooLargeResourceVersion, tooOldStatus, type StatusObject } from '../status.ts';
 import { type Store, type StoreEvent } from '../store.ts';
 import { type KubeObject } from '../types.ts';
 import { queryBool, queryInt } from './http.ts';
@@ -15,10 +15,12 @@ import { type IncludeObject, toTable } from './table.ts';
 
 /** Tuning of watches (library options). */
 export interface WatchSettings {
-  /** Period of BOOKMARK events for watches that allow them. */
+  /** Period of BOOKMARK events for watches that allow them (the API server's is a minute); one more comes 2 s before the watch's deadline. */
   bookmarkIntervalMs: number;
   /** Server-side timeout when the client sends no timeoutSeconds; null: random 30–60 min as the API server does. */
   defaultTimeoutSeconds: number | null;
+  /** How long a request for a resourceVersion the store has not reached waits before a 504 (the watch cache's 3 s). */
+  freshWaitMs: number;
 }
 
 /** One watch event on the wire. */
@@ -75,8 +77,34 @@ export function filterEvent(filter: ObjectFilter, event: StoreEvent): WireEvent 
   return now ? { type: event.type, object: event.object } : undefined;
 }
 
-/** Serves one watch request on `res` until timeout, client close, fault or shutdown. */
-export function serveWatch(
+/**
+ * Serves one watch request on `res` until timeout, client close, fault or shutdown. A version
+ * the store has not reached yet is waited for (3 s), then answered with an in-stream ERROR
+ * carrying the 504 "Too large resource version" Status, as the cacher does
+ * (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go Watch:
+ * waitUntilWatchCacheFreshAndForceAllEvents, then newErrWatcher).
+ */
+export async function serveWatch(
+  deps: WatchDeps,
+  resource: string,
+  filter: ObjectFilter,
+  url: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+  table: IncludeObject | null,
+): Promise<void> {
+  const rv = url.searchParams.get('resourceVersion') ?? '';
+  const wanted = /^\d+$/.test(rv) ? Number(rv) : 0;
+  if (wanted > deps.store.resourceVersion && !(await deps.store.reached(wanted, deps.settings.freshWaitMs))) {
+    deps.counters.watchOpened()();
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
+    res.end(`${JSON.stringify({ type: 'ERROR', object: tooLargeResourceVersion(wanted, deps.store.resourceVersion) })}\n`);
+    return;
+  }
+  serveWatchFrom(deps, resource, filter, url, req, res, table);
+}
+
+function serveWatchFrom(
   deps: WatchDeps,
   resource: string,
   filter: ObjectFilter,
@@ -105,7 +133,7 @@ export function serveWatch(
 
   // Decide the start synchronously, then subscribe in the same tick: no change can slip between.
   const initial: WireEvent[] = [];
-  let expiredStatus: unknown;
+  let expiredStatus: StatusObject | undefined;
   if (rvParam === '' || rvParam === '0' || sendInitialEvents) {
     for (const item of store.list(resource, filter).items) initial.push({ type: 'ADDED', object: item });
     if (sendInitialEvents) {
@@ -176,17 +204,30 @@ export function serveWatch(
     if (ev) send(ev);
   });
 
-  const bookmarkTimer = bookmarks
-    ? setInterval(() => send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) }), settings.bookmarkIntervalMs)
-    : undefined;
   const seconds = timeoutSeconds ?? settings.defaultTimeoutSeconds ?? 1800 + Math.floor(Math.random() * 1800);
+  const deadline = Date.now() + seconds * 1000;
   const timeoutTimer = setTimeout(() => close(), seconds * 1000);
+  // Bookmarks as the watch cache sends them: about every bookmark period (a minute by default),
+  // and one 2 s before the watch's deadline, none after that (kubernetes/kubernetes
+  // staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime;
+  // cacher.go defaultBookmarkFrequency = time.Minute).
+  let bookmarkTimer: NodeJS.Timeout | undefined;
+  const scheduleBookmark = (): void => {
+    const now = Date.now();
+    const next = Math.min(now + settings.bookmarkIntervalMs, deadline - 2000);
+    if (next < now) return;
+    bookmarkTimer = setTimeout(() => {
+      send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) });
+      scheduleBookmark();
+    }, next - now);
+  };
+  if (bookmarks) scheduleBookmark();
 
   const close = (): void => {
     if (closed) return;
     closed = true;
     unsubscribe();
-    clearInterval(bookmarkTimer);
+    clearTimeout(bookmarkTimer);
     clearTimeout(timeoutTimer);
     clearTimeout(timer);
     unregister();
