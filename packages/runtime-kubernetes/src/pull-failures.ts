@@ -51,3 +51,30 @@ export function isPullEvent(reason: string, message: string): boolean {
   if (reason === 'BackOff') return /pulling image/i.test(message);
   return true;
 }
+
+/**
+ * The image a kubelet event's message names: `Failed to pull image "x": …`, `Back-off pulling image
+ * "x"`, `Container image "x" is not present with pull policy of Never`, `Failed to apply default image
+ * tag "x": …` (pkg/kubelet/images/image_manager.go, EnsureImageExists). Undefined when it names none.
+ */
+export function imageNamedIn(message: string): string | undefined {
+  return /\bimage(?: tag)? "([^"]+)"/.exec(message)?.[1];
+}
+
+/**
+ * The waiting reason a kubelet event stands for, or undefined when it is no pull or creation failure.
+ * `Error: <text>` events that name no pull reason come from generateContainerConfig or CreateContainer
+ * (pkg/kubelet/kuberuntime/kuberuntime_container.go, startContainer: `Error: secret "x" not found`):
+ * they are configuration errors, not missing images.
+ */
+export function pullReasonOfEvent(reason: string, message: string): string | undefined {
+  if (!isPullEvent(reason, message)) return undefined;
+  if (reason === 'InspectFailed') return 'InvalidImageName';
+  if (reason === 'ErrImageNeverPull') return 'ErrImageNeverPull';
+  if (reason === 'BackOff') return 'ImagePullBackOff';
+  const named = /^Error: (\w+)$/.exec(message)?.[1];
+  if (named !== undefined && WAITING_REASONS[named]) return named;
+  if (/^Failed to pull image/i.test(message)) return 'ErrImagePull';
+  if (/^Error: /.test(message)) return 'CreateContainerConfigError';
+  return 'ErrImagePull';
+}

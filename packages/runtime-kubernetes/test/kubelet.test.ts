@@ -107,3 +107,48 @@ describe('removeBuild', () => {
     expect(await podNames(), 'no pod left').not.toContain(podNameOf(build.id));
   });
 });
+
+describe('the events informer in a shared namespace', () => {
+  it('keeps no event of 1,000 foreign pods in memory, and still routes its own pod\'s events', async () => {
+    const events: string[] = [];
+    const runtime = await runtimeFor({ onEvent: (event) => events.push(event.type === 'notice' ? event.message : '') });
+    const { build, steps } = buildOf(1, () => ['true']);
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    // The runtime's own client: its shared dispatcher keeps connections alive (one TLS handshake, not 1,000).
+    const core = runtime.api.core;
+    const options = runtime.api.requestOptions(new AbortController().signal);
+    const before = runtime.podTracker.stats();
+    const foreignPods = 1_000;
+    const post = (podName: string, i: number, message: string) =>
+      core.createNamespacedEvent({
+        namespace: 'default',
+        body: {
+          metadata: { name: `${podName}.${i}`, namespace: 'default' },
+          involvedObject: { kind: 'Pod', name: podName, namespace: 'default' },
+          reason: 'Pulled',
+          message,
+          type: 'Normal',
+          source: { component: 'kubelet' },
+        },
+      }, options);
+    const posting = performance.now();
+    for (let batch = 0; batch < foreignPods; batch += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, k) => post(`foreign-${batch + k}`, 0, 'Container image "x" already present on machine')));
+    }
+    console.log(`posted ${foreignPods} foreign events in ${Math.round(performance.now() - posting)} ms`);
+    await post(podNameOf(build.id), 0, 'tracked pod event');
+    // Every foreign event reached the watch (counted), none stayed in a cache.
+    for (let waited = 0; !events.includes('tracked pod event') && waited < 30_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const after = runtime.podTracker.stats();
+    console.log(`events informer: ${after.events - before.events} events watched, objects cached ${before.cached} before, ${after.cached} after (pods informer included)`);
+    expect(after.events - before.events, 'the watch saw every event').toBeGreaterThanOrEqual(foreignPods + 1);
+    // What stays cached is the pods informer's own pod at most, whatever the number of foreign events.
+    expect(after.cached, 'no event cached').toBeLessThanOrEqual(1);
+    expect(events, 'the tracked pod\'s event still arrives').toContain('tracked pod event');
+    await teardownBuild(ctx, runtime, build);
+    void steps;
+  }, 120_000);
+});

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { background, withCancel } from '@berth/context';
 import { isRuntimeError, type RuntimeEvent } from '@berth/runtime';
 import { BuildTracker } from './build-tracker.ts';
-import { sameImage } from './container-tracker.ts';
+import { sameImage, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
 
 const PAUSE = 'berth/pause:1';
 const STEP = 'docker.io/library/alpine:3.20';
@@ -149,6 +149,86 @@ function event(uid: string, reason: string, message: string, fieldPath?: string,
   };
 }
 
+describe('restartPolicy Never and containerd (issue 14)', () => {
+  const pauseRunningWithId = (restartCount = 0): V1ContainerStatus => ({ ...status('a', PAUSE, pauseRunning, restartCount), imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64), containerID: 'containerd://pause0' });
+  const pauseTerminated = (restartCount = 0): V1ContainerStatus => ({
+    ...status('a', PAUSE, { terminated: { exitCode: 2, reason: 'Error', containerID: 'containerd://pause0' } }, restartCount),
+    imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64),
+  });
+
+  // kuberuntime_manager.go computePodActions kills the pause (spec changed) and starts the new image in
+  // one sync; when the pull fails, ShouldContainerBeRestarted (pkg/kubelet/container/helpers.go) says no
+  // under Never and convertToAPIContainerStatuses shows the terminated pause, no waiting reason.
+  it('a terminated pause with its restart count unchanged after the request is a start failure with the event\'s message, before any grace', () => {
+    const t = tracker({ pullGraceMs: 60_000 });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreated('u1');
+    t.observePod(pod([pauseRunningWithId()]));
+    c.markRequested('alpine:3.20');
+    t.observeEvent(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": rpc error: code = NotFound desc = manifest unknown', 'spec.containers{a}'));
+    t.observePod(pod([pauseTerminated()]));
+    expect(isRuntimeError(c.failure, 'ImageNotFound'), String(c.failure)).toBe(true);
+    expect(c.failure?.message).toContain('manifest unknown');
+    expect(c.failure?.message).toContain('restartPolicy Never');
+  });
+
+  it('without an event (dropped by the spam filter) the start failure comes after a short settle, not the pull grace', async () => {
+    const t = tracker({ pullGraceMs: 60_000 });
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([pauseRunningWithId()]));
+    c.markRequested('alpine:3.20');
+    t.observePod(pod([pauseTerminated()]));
+    expect(c.finished, 'waits a moment for the event').toBe(false);
+    await sleep(START_FAILURE_SETTLE_MS + 200);
+    expect(isRuntimeError(c.failure, 'ContainerFailed'), String(c.failure)).toBe(true);
+    expect(c.failure?.message).toContain('no kubelet event said why');
+  });
+
+  it('matches pull events on the image they name, whatever the node\'s clock says', async () => {
+    const t = tracker({ pullGraceMs: 80 });
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([pauseRunningWithId()]));
+    c.markRequested(STEP);
+    // The node's clock is 10 minutes behind the worker's.
+    const skewed = new Date(Date.now() - 600_000);
+    t.observeEvent(event('e0', 'Failed', 'Failed to pull image "berth/pause:1": not found', 'spec.containers{a}', 'Warning', skewed));
+    expect(c.eventMessage, 'an event about another image is not the step\'s').toBeUndefined();
+    t.observeEvent(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": manifest unknown', 'spec.containers{a}', 'Warning', skewed));
+    await sleep(200);
+    expect(isRuntimeError(c.failure, 'ImageNotFound'), String(c.failure)).toBe(true);
+    expect(c.failure?.message).toContain('manifest unknown');
+  });
+
+  it('CreateContainerConfigError (secret not found) is a configuration error, not a missing image', async () => {
+    const t = tracker({ pullGraceMs: 80 });
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([pauseRunningWithId()]));
+    c.markRequested(STEP);
+    t.observeEvent(event('e1', 'Pulled', 'Container image "alpine:3.20" already present on machine', 'spec.containers{a}', 'Normal'));
+    t.observeEvent(event('e2', 'Failed', 'Error: secret "x" not found', 'spec.containers{a}'));
+    t.observePod(pod([pauseTerminated()]));
+    await sleep(200);
+    expect(isRuntimeError(c.failure, 'InvalidConfig'), String(c.failure)).toBe(true);
+    expect(c.failure?.message).toContain('secret "x" not found');
+  });
+
+  it('containerd naming: a digest-pinned step shown under a tag is the step; a pause shown under another tag is still the pause', () => {
+    const t = tracker();
+    const digest = `sha256:${'b'.repeat(64)}`;
+    const c = t.addContainer('step_a', 'a');
+    t.observePod(pod([pauseRunningWithId()]));
+    c.markRequested(`alpine@${digest}`);
+    // containerd: the pause image's first tag is another name; its imageID is unchanged.
+    t.observePod(pod([{ ...status('a', 'docker.io/library/other-tag-of-pause:1', pauseRunning, 0), imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64) }]));
+    expect(c.started, 'the pause under another name is not the step').toBe(false);
+    // The step, restart count unchanged in this status, shown as docker.io/library/alpine:3.19.
+    t.observePod(pod([{ ...status('a', 'docker.io/library/alpine:3.19', { running: { startedAt: new Date() } }, 0), imageID: `docker.io/library/alpine@${digest}`, containerID: 'containerd://step1' }]));
+    expect(c.started).toBe(true);
+    t.observePod(pod([{ ...status('a', 'docker.io/library/alpine:3.19', { terminated: { exitCode: 4, reason: 'Error', containerID: 'containerd://step1' } }, 0), imageID: `docker.io/library/alpine@${digest}` }]));
+    expect(c.exit).toEqual({ exitCode: 4, reason: 'Error' });
+  });
+});
+
 describe('BuildTracker', () => {
   it('fails unfinished containers when the pod is deleted, keeping exits already seen', () => {
     const t = tracker();
@@ -206,6 +286,38 @@ describe('BuildTracker', () => {
     t.observePod(pod([status('a', PAUSE, pauseRunning)], 'Running'));
     await sleep(200);
     expect(c.failure).toBeUndefined();
+  });
+
+  it('stops the pending timeout once the sandbox is ready: the first step\'s pull, with the pod still Pending, does not count', async () => {
+    // The kubelet pulls images one after another (serialised per node) while the pod stays Pending;
+    // PodReadyToStartContainers is True once the sandbox exists (pkg/kubelet/status/generate.go,
+    // GeneratePodReadyToStartContainersCondition).
+    const t = tracker({ pendingTimeoutMs: 100 });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreating();
+    const now = new Date();
+    t.observePod({
+      metadata: { name: 'pod', uid: 'u1' },
+      status: {
+        phase: 'Pending',
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+          { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: now },
+        ],
+        containerStatuses: [status('a', PAUSE, { waiting: { reason: 'ContainerCreating' } })],
+      },
+    });
+    await sleep(250);
+    expect(c.failure, String(c.failure)).toBeUndefined();
+  });
+
+  it('keeps the pending timeout while the pod is only scheduled (the node never started it)', async () => {
+    const t = tracker({ pendingTimeoutMs: 100 });
+    const c = t.addContainer('step_a', 'a');
+    t.markCreating();
+    t.observePod({ metadata: { name: 'pod', uid: 'u1' }, status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date() }] } });
+    await sleep(250);
+    expect(c.failure?.message).toContain('stayed Pending');
   });
 
   it('fails containers of a pod that failed (eviction), with the reason', () => {

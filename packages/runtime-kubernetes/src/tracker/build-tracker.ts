@@ -34,6 +34,19 @@ function timeOf(value: unknown): number | undefined {
 }
 
 /**
+ * True once the node has the pod's sandbox: the pending timeout is for pods no node starts
+ * (unschedulable, a stalled kubelet), not for the image pulls that follow while the pod is still
+ * Pending (the kubelet pulls one image after another). PodReadyToStartContainers is True once the
+ * sandbox exists (pkg/kubelet/status/generate.go, GeneratePodReadyToStartContainersCondition); on
+ * clusters without that condition, a container that runs or ran says the same.
+ */
+function sandboxReady(pod: V1Pod): boolean {
+  const status = pod.status;
+  if (status?.conditions?.some((c) => c.type === 'PodReadyToStartContainers' && c.status === 'True')) return true;
+  return (status?.containerStatuses ?? []).some((c) => c.state?.running !== undefined || c.state?.terminated !== undefined);
+}
+
+/**
  * Tracks one build pod and its containers. Created by setupBuild, so it is in place before the pod
  * exists: whatever order the executor calls the other methods in, no update is missed.
  *
@@ -113,7 +126,7 @@ export class BuildTracker {
     const status = pod.status ?? {};
     for (const containerStatus of status.containerStatuses ?? []) this.#byName.get(containerStatus.name)?.observe(containerStatus);
     const phase = status.phase;
-    if (phase !== undefined && phase !== 'Pending') this.#clearPendingTimer();
+    if ((phase !== undefined && phase !== 'Pending') || sandboxReady(pod)) this.#clearPendingTimer();
     if (phase === 'Failed' || phase === 'Succeeded') {
       const why = [status.reason, status.message].filter(Boolean).join(': ');
       this.#failUnfinished(`pod ${this.podName} ${phase === 'Failed' ? 'failed' : 'ended'}${why ? ` (${why})` : ''}`);
@@ -148,7 +161,7 @@ export class BuildTracker {
     const match = FIELD_PATH.exec(involved.fieldPath ?? '');
     const container = match?.[1] === undefined ? undefined : this.#byName.get(match[1]);
     if (event.type === 'Warning') this.#lastWarning = `${reason}: ${message}`;
-    if (container && isPullEvent(reason, message)) container.observePullEvent(reason, message, at);
+    if (container && isPullEvent(reason, message)) container.observePullEvent(reason, message);
     if (!this.options.onEvent) return;
     if (container) {
       // Events about the pause container (pulled, created, started) are not the step's.
@@ -192,7 +205,7 @@ export class BuildTracker {
     this.#clearPendingTimer();
     this.#pendingTimer = setTimeout(() => {
       this.#pendingTimer = undefined;
-      if (this.gone || (this.pod?.status?.phase !== undefined && this.pod.status.phase !== 'Pending')) return;
+      if (this.gone || (this.pod?.status?.phase !== undefined && this.pod.status.phase !== 'Pending') || (this.pod && sandboxReady(this.pod))) return;
       this.#failUnfinished(`pod ${this.podName} stayed Pending for ${Math.round(this.options.pendingTimeoutMs / 1000)} s${this.#pendingDiagnosis()}`);
     }, this.options.pendingTimeoutMs);
   }

@@ -8,7 +8,7 @@ import { parseImageReference } from '@berth/pipeline';
 import type { ContainerExit, ContainerStatus, RuntimeError, RuntimeErrorCode } from '@berth/runtime';
 import { waitUntil } from './wait-until.ts';
 import { runtimeError, type Where } from '../errors.ts';
-import { failureCodeOf, WAITING_REASONS } from '../pull-failures.ts';
+import { failureCodeOf, imageNamedIn, pullReasonOfEvent, WAITING_REASONS } from '../pull-failures.ts';
 
 /** Where a container is in its life. */
 export type ContainerPhase = 'created' | 'starting' | 'running' | 'exited' | 'failed';
@@ -24,10 +24,18 @@ export function sameImage(a: string | undefined, b: string | undefined): boolean
   return norm(a) === norm(b);
 }
 
+/** The digest (`sha256:…`) of an image reference or an `imageID` (`docker-pullable://x@sha256:…`, `sha256:…`), if it names one. */
+export function digestOf(value: string | undefined): string | undefined {
+  return value === undefined ? undefined : /(sha256:[0-9a-f]{64})$/.exec(value)?.[1];
+}
+
 /** The id of the container instance a status describes now (running, terminated, or the status' own). */
 function currentContainerId(status: V1ContainerStatus): string | undefined {
   return (status.state?.running ? status.containerID : status.state?.terminated?.containerID ?? status.containerID) || undefined;
 }
+
+/** How long a start failure seen in the pod status waits for the kubelet's event that says why. */
+export const START_FAILURE_SETTLE_MS = 1_000;
 
 /** Settings of a {@link ContainerTracker}. */
 export interface ContainerTrackerOptions {
@@ -61,8 +69,10 @@ export class ContainerTracker {
   failure: RuntimeError | undefined;
   /** The current waiting reason and message of the step's image, if it waits. */
   waiting: { reason: string; message: string } | undefined;
-  /** The last pull-failure message the kubelet's events gave. */
+  /** The last pull-failure message the kubelet's events gave about the step's image. */
   eventMessage: string | undefined;
+  /** The waiting reason the last of those events stands for (`ErrImagePull`, `CreateContainerConfigError`, …). */
+  eventReason: string | undefined;
   /** Set by removeContainer: the container no longer exists for the executor. */
   removed = false;
   #phase: ContainerPhase = 'created';
@@ -73,6 +83,11 @@ export class ContainerTracker {
   #stepContainerId: string | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
   #graceReason: string | undefined;
+  /** The imageID the pause container ran with, as the runtime reported it before the swap. */
+  #pauseImageId: string | undefined;
+  /** Set when the pause container terminated after the swap without a successor: the start failed. */
+  #startFailure: { exitCode: number; restartCount: number } | undefined;
+  #settleTimer: NodeJS.Timeout | undefined;
   readonly #listeners = new Set<() => void>();
 
   constructor(options: ContainerTrackerOptions) {
@@ -117,6 +132,7 @@ export class ContainerTracker {
     this.image = image;
     this.requestedAt = now;
     this.#restartBaseline = this.latest?.restartCount ?? 0;
+    if (this.latest?.imageID && sameImage(this.latest.image, this.options.pauseImage)) this.#pauseImageId = this.latest.imageID;
     if (this.#phase === 'created') this.#set('starting');
     else this.#notify();
   }
@@ -124,14 +140,30 @@ export class ContainerTracker {
   /** True when `status` describes the step's image rather than the pause container. */
   isStepStatus(status: V1ContainerStatus): boolean {
     if (this.image === undefined) return false;
-    if (sameImage(this.image, this.options.pauseImage)) return (status.restartCount ?? 0) > this.#restartBaseline;
+    const restarted = (status.restartCount ?? 0) > this.#restartBaseline;
+    if (sameImage(this.image, this.options.pauseImage)) return restarted;
+    // containerd reports status.image as the image record's first tag, or sha256:… when it has none
+    // (a digest-pinned alpine@sha256:… can show as docker.io/library/alpine:3.19); imageID carries
+    // the digest (pkg/kubelet/kuberuntime/kuberuntime_container.go, toKubeContainerStatus; issue 14).
+    // So the pause is recognised by its name or by the imageID it ran with before the swap…
+    if (this.#isPause(status)) return false;
     if (sameImage(status.image, this.image)) return true;
-    return (status.restartCount ?? 0) > this.#restartBaseline && !sameImage(status.image, this.options.pauseImage);
+    const digest = digestOf(this.image);
+    if (digest !== undefined && (digestOf(status.imageID) === digest || digestOf(status.image) === digest)) return true;
+    // …and any other image is the step's once the kubelet created a new instance (a higher restart
+    // count), or when it runs or ran: the pause instance itself never changes its image.
+    return restarted || (status.state?.running !== undefined && status.image !== '' && status.image !== undefined);
+  }
+
+  #isPause(status: V1ContainerStatus): boolean {
+    if (sameImage(status.image, this.options.pauseImage)) return true;
+    return this.#pauseImageId !== undefined && status.imageID === this.#pauseImageId && (status.restartCount ?? 0) <= this.#restartBaseline;
   }
 
   /** Feeds the container's status from a pod update. */
   observe(status: V1ContainerStatus): void {
     this.latest = status;
+    if (this.image === undefined && status.imageID && (status.state?.running || sameImage(status.image, this.options.pauseImage))) this.#pauseImageId = status.imageID;
     if (this.finished) return this.#notify();
     const previous = status.lastState?.terminated;
     if (this.#stepRestartCount !== undefined && previous && (status.restartCount ?? 0) > this.#stepRestartCount) {
@@ -144,7 +176,11 @@ export class ContainerTracker {
       this.#set('exited');
       return;
     }
-    if (!this.isStepStatus(status)) return this.#notify();
+    if (!this.isStepStatus(status)) {
+      if (this.#pauseEndedForGood(status)) this.#startFailed(status);
+      return this.#notify();
+    }
+    this.#clearSettle();
     const state = status.state ?? {};
     if (state.running || state.terminated) this.#stepContainerId ??= (state.terminated?.containerID ?? status.containerID) || undefined;
     if (state.terminated) {
@@ -175,15 +211,25 @@ export class ContainerTracker {
     this.#notify();
   }
 
-  /** Feeds a kubelet event about this container's pull (reason `Failed`, `BackOff`, …). */
-  observePullEvent(reason: string, message: string, at: number | undefined): void {
+  /**
+   * Feeds a kubelet event about this container's pull or creation (reason `Failed`, `BackOff`, …).
+   * Events are matched on the image their message names, not on their time (the node's clock is not
+   * the worker's); an event that names none (`Error: ErrImagePull`, `Error: secret "x" not found`)
+   * is the step's once its image was requested.
+   */
+  observePullEvent(reason: string, message: string): void {
+    const named = imageNamedIn(message);
+    if (this.image === undefined) return;
+    if (named !== undefined && !sameImage(named, this.image) && named !== this.image) return;
+    const waitingReason = pullReasonOfEvent(reason, message);
+    if (waitingReason === undefined) return;
     // `Error: ErrImagePull` says less than the `Failed to pull image …` event before it.
     if (!/^Error: \w+$/.test(message) || this.eventMessage === undefined) this.eventMessage = message;
-    if (this.finished || this.requestedAt === undefined) return;
-    // Events about the pause image precede the request; allow for clock skew.
-    if (at !== undefined && at < this.requestedAt - 2_000) return;
-    if (reason === 'InspectFailed') this.#failForReason('InvalidImageName', message);
-    else this.#startGrace(this.waiting?.reason ?? 'ErrImagePull');
+    if (!/^Error: \w+$/.test(message) || this.eventReason === undefined) this.eventReason = waitingReason;
+    if (this.finished) return;
+    if (this.#startFailure) this.#failStart();
+    else if (waitingReason === 'InvalidImageName') this.#failForReason('InvalidImageName', message);
+    else this.#startGrace(this.waiting?.reason ?? waitingReason);
     this.#notify();
   }
 
@@ -220,6 +266,51 @@ export class ContainerTracker {
   /** Clears timers. */
   dispose(): void {
     this.#clearGrace();
+    this.#clearSettle();
+  }
+
+  /**
+   * True when `status` shows the container that held the place before the swap (the pause) terminated,
+   * with no newer instance, after the step's image was requested. Under restartPolicy Never the kubelet
+   * kills the pause to apply the new spec (kuberuntime_manager.go, computePodActions: "Restart regardless
+   * of the restart policy because the container spec changed"); when the new image cannot be pulled or
+   * created it does not try again (pkg/kubelet/container/helpers.go, ShouldContainerBeRestarted), and
+   * convertToAPIContainerStatuses (pkg/kubelet/kubelet_pods.go) then shows no waiting reason either: the
+   * terminated pause, restart count unchanged, is all the status will ever say.
+   */
+  #pauseEndedForGood(status: V1ContainerStatus): boolean {
+    if (this.image === undefined || this.started || sameImage(this.image, this.options.pauseImage)) return false;
+    return status.state?.terminated !== undefined && (status.restartCount ?? 0) <= this.#restartBaseline;
+  }
+
+  #startFailed(status: V1ContainerStatus): void {
+    this.#startFailure ??= { exitCode: status.state?.terminated?.exitCode ?? 0, restartCount: status.restartCount ?? 0 };
+    if (this.eventMessage !== undefined) return this.#failStart();
+    // The kubelet's Warning event usually comes with it (the events watch is separate): wait a moment
+    // for its message, not for a retry that never comes. Its spam filter may have dropped it.
+    if (this.#settleTimer !== undefined) return;
+    this.#settleTimer = setTimeout(() => {
+      this.#settleTimer = undefined;
+      this.#failStart();
+    }, START_FAILURE_SETTLE_MS);
+  }
+
+  #failStart(): void {
+    this.#clearSettle();
+    if (this.finished || !this.#startFailure) return;
+    const reason = this.eventReason ?? this.waiting?.reason;
+    const text = this.eventMessage ?? this.waiting?.message;
+    const code = (reason && failureCodeOf(reason, text ?? '')) || 'ContainerFailed';
+    const why = text ? `: ${reason ? `${reason}: ` : ''}${text}` : '; no kubelet event said why (its spam filter may have dropped it): check the image name and the pod\'s events';
+    this.fail(
+      code,
+      `image ${JSON.stringify(this.image)} did not start: the kubelet stopped the pause container to start it, and under restartPolicy Never it does not try again (restart count still ${this.#startFailure.restartCount})${why}`,
+    );
+  }
+
+  #clearSettle(): void {
+    clearTimeout(this.#settleTimer);
+    this.#settleTimer = undefined;
   }
 
   #failForReason(reason: string, message: string): void {
@@ -238,7 +329,7 @@ export class ContainerTracker {
     this.#graceTimer = setTimeout(() => {
       this.#graceTimer = undefined;
       if (this.started || this.finished) return;
-      const current = this.waiting?.reason && WAITING_REASONS[this.waiting.reason] ? this.waiting : { reason: this.#graceReason ?? 'ErrImagePull', message: '' };
+      const current = this.waiting?.reason && WAITING_REASONS[this.waiting.reason] ? this.waiting : { reason: this.#graceReason ?? this.eventReason ?? 'ErrImagePull', message: '' };
       this.#failForReason(current.reason, current.message || this.eventMessage || '');
     }, this.options.pullGraceMs);
   }

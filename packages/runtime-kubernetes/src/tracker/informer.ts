@@ -40,6 +40,18 @@ export interface InformerOptions<T extends KubernetesObject> {
   listTimeoutMs?: number;
   /** Sets the shared dispatcher on watch requests (undefined: client-node's per-request one). */
   configureRequest?: (context: RequestContext) => void;
+  /**
+   * `false`: hand every object to the handlers and cache none (the events informer: Berth reads
+   * events once and never looks them up, and a shared namespace holds events of every pod in it).
+   * Deletions and relist diffs are then not reported. Default true.
+   */
+  cache?: boolean;
+  /**
+   * The watch's inactivity timeout: client-node's Watch reconnects a stream that delivered nothing
+   * for this long (its default, 30 s, is shorter than the API server's bookmark gap of about a minute,
+   * so a quiet watch reconnected twice a minute). Default: three quarters of `silenceMs`, at least 30 s.
+   */
+  inactivityTimeoutMs?: number;
 }
 
 /** Counters of one informer, for tests and the benchmark. */
@@ -72,13 +84,26 @@ class GenerationWatch<T extends KubernetesObject> extends Watch {
   readonly #trim: (object: T) => T;
   readonly #activity: (type: string) => void;
   readonly #opened: () => void;
+  readonly #divert: ((phase: string, object: T) => void) | undefined;
 
-  constructor(config: KubeConfig, generation: Generation, trim: (object: T) => T, activity: (type: string) => void, opened: () => void) {
+  constructor(
+    config: KubeConfig,
+    generation: Generation,
+    trim: (object: T) => T,
+    activity: (type: string) => void,
+    opened: () => void,
+    divert: ((phase: string, object: T) => void) | undefined,
+    inactivityTimeoutMs: number,
+  ) {
     super(config);
     this.#generation = generation;
     this.#trim = trim;
     this.#activity = activity;
     this.#opened = opened;
+    this.#divert = divert;
+    // A private field in client-node 2.0.1's typings (Watch.requestTimeoutMs, 30 000), read on every
+    // watch() call: the only way to lengthen the inactivity timeout.
+    (this as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityTimeoutMs;
   }
 
   override async watch(
@@ -97,6 +122,7 @@ class GenerationWatch<T extends KubernetesObject> extends Watch {
     const trim = this.#trim;
     const activity = this.#activity;
     const generation = this.#generation;
+    const divert = this.#divert;
     const controller = await super.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true },
@@ -104,6 +130,12 @@ class GenerationWatch<T extends KubernetesObject> extends Watch {
         if (!generation.live) return;
         activity(phase);
         if ((phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') && object && typeof object === 'object') {
+          if (divert) {
+            // Not cached: the owner gets the object, client-node only its resourceVersion (as a bookmark).
+            divert(phase, trim(object as T));
+            callback('BOOKMARK', { metadata: { resourceVersion: (object as KubernetesObject).metadata?.resourceVersion } }, watchObject);
+            return;
+          }
           callback(phase, trim(object as T), watchObject);
         } else {
           callback(phase, object, watchObject);
@@ -252,6 +284,14 @@ export class Informer<T extends KubernetesObject> {
         this.stats.watches++;
         this.#lastActivity = Date.now();
       },
+      options.cache === false
+        ? (phase, object) => {
+            if (!generation.live) return;
+            if (phase === 'DELETED') this.#handlers.remove(object);
+            else this.#handlers.upsert(object);
+          }
+        : undefined,
+      options.inactivityTimeoutMs ?? Math.max(30_000, Math.round(options.silenceMs * 0.75)),
     );
     const list = async (): Promise<KubernetesListObject<T>> => {
       if (!generation.live) throw new Error('generation ended');
@@ -265,6 +305,10 @@ export class Informer<T extends KubernetesObject> {
         const items = (result.items ?? []).map((item) => options.trim(item));
         this.#lastActivity = Date.now();
         this.#onListed(items);
+        if (options.cache === false) {
+          for (const item of items) if (generation.live) this.#handlers.upsert(item);
+          return { ...result, items: [] };
+        }
         return { ...result, items };
       } finally {
         clearTimeout(timer);

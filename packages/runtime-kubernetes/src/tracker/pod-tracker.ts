@@ -138,11 +138,12 @@ export class PodTracker {
   }
 
   /** Sums the stats of every informer, running or stopped. */
-  stats(): InformerStats & { open: number } {
-    const total = { ...this.retired, open: 0 };
+  stats(): InformerStats & { open: number; cached: number } {
+    const total = { ...this.retired, open: 0, cached: 0 };
     for (const informer of this.#informers) {
       for (const key of ['lists', 'watches', 'restarts', 'events', 'bookmarks'] as const) total[key] += informer.stats[key];
       if (informer.running) total.open++;
+      total.cached += informer.list().length;
     }
     return total;
   }
@@ -205,6 +206,9 @@ export class PodTracker {
         fieldSelector,
         list: (signal) => api.core.listNamespacedEvent({ namespace, fieldSelector }, api.requestOptions(signal)),
         trim: trimEvent,
+        // Events are read once, never looked up: caching them would hold every event of every pod in a
+        // shared namespace (issue 14). The BuildTracker keeps what its pod needs.
+        cache: false,
         silenceMs: this.options.silenceMs,
         backoffMaxMs: this.options.backoffMaxMs,
         listTimeoutMs: api.requestTimeoutMs,
