@@ -427,7 +427,6 @@ export class Daemon {
         const saved = left.get(b.id);
         await this.#failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
           token: saved?.token,
-          pendingOnly: false,
         });
       }
       this.#state.reset();
@@ -444,24 +443,21 @@ export class Daemon {
   }
 
   /**
-   * Sets a build to `error` with `message`: with `token` when given (a build token saved at claim),
-   * else with the server secret, else with a fresh build token (pending builds only). Never rejects.
+   * Sets a build to `error` with `message`, with a build token: the one given (saved at claim), else
+   * a fresh one (the server mints them for pending builds only). Never the server secret: the
+   * build PUT needs a build token for this very build (server router/build.go `PUT` with
+   * perm.MustBuildAccess, which lets only a WorkerBuild token or a platform admin through; the
+   * secret maps to a ServerWorker claim). Never rejects.
    */
-  async #failBuild(
-    ctx: Context,
-    b: { id?: number; org: string; repo: string; number: number },
-    message: string,
-    how: { token?: string | undefined; pendingOnly: boolean },
-  ): Promise<boolean> {
+  async #failBuild(ctx: Context, b: { id?: number; org: string; repo: string; number: number }, message: string, how: { token?: string | undefined } = {}): Promise<boolean> {
     const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
     const tokens: string[] = [];
     if (how.token) tokens.push(how.token);
-    if (this.config.server.secret && !how.pendingOnly) tokens.push(this.config.server.secret);
     if (tokens.length === 0) {
       try {
         tokens.push(await this.#authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
       } catch (e) {
-        if (isVelaStatus(e, 409)) this.log.warn({ ...where }, 'the build is no longer pending: left as the server has it');
+        if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
         else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
         else this.log.error({ ...where, err: errText(e) }, 'could not get a build token to report the build as errored');
         return false;
@@ -531,7 +527,7 @@ export class Daemon {
         this.#root,
         { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
         `The worker could not use this build's queue item: ${reason}.`,
-        { pendingOnly: true },
+        {},
       );
     }
   }
@@ -539,7 +535,7 @@ export class Daemon {
   async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
     const b = item.build;
     this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
-    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE, { pendingOnly: true });
+    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
     await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: errText(e) }, 'worker update failed'));
   }
@@ -567,8 +563,7 @@ export class Daemon {
         } else {
           this.log.error({ ...where, err: claim.error.message }, 'could not get the executable');
           await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
-            token: undefined,
-            pendingOnly: false,
+            token: claim.buildToken,
           });
         }
         return;
@@ -611,7 +606,7 @@ export class Daemon {
     }
     if (!build) {
       this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken, pendingOnly: false });
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
       this.metrics.buildsTotal.inc({ status: 'error' });
       return;
     }
@@ -680,7 +675,7 @@ export class Daemon {
     } catch (e) {
       this.log.error({ ...where, err: errText(e) }, 'the build failed unexpectedly');
       this.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken, pendingOnly: false });
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
     } finally {
       reporter.abandon();
       this.slots.delete(slot);
