@@ -114,6 +114,8 @@ export class Daemon {
   #runtime: Runtime | undefined;
   #queue: VelaQueue | undefined;
   #registered = false;
+  /** The last check-in's queue PING answered (go-vela/worker `QueueCheckedIn`). */
+  #queueOk = false;
   #routes: string[];
   #checkInError: string | undefined;
   #lastBuildStarted = 0;
@@ -310,7 +312,8 @@ export class Daemon {
 
   async #checkInLoop(ctx: Context): Promise<void> {
     while (!ctx.signal.aborted) {
-      const delay = this.#registered ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
+      // Until a check-in and its queue PING both worked, retry every 5 s (operate.go's inner loop).
+      const delay = this.#registered && this.#queueOk ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
       try {
         await sleep(ctx, delay);
         await this.#checkInOnce(ctx);
@@ -333,6 +336,7 @@ export class Daemon {
       this.credentials.setToken(result.token);
       if (result.worker?.routes && result.worker.routes.length > 0) this.#routes = result.worker.routes;
       const queueOk = (await this.#queue?.ping()) ?? false;
+      this.#queueOk = queueOk;
       if (!queueOk) {
         this.log.error('the queue (Redis) does not answer PING');
         await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
@@ -479,14 +483,38 @@ export class Daemon {
 
   async #slotLoop(slot: number): Promise<void> {
     const backoff = this.#o.errorBackoffMs ?? 5_000;
+    let skipping: string | undefined;
     while (!this.#claimCtx.signal.aborted) {
       // The token expired without a secret to fall back on: claim nothing until a /register.
       if (this.credentials.needsRegistration()) {
         await sleep(this.#claimCtx, 1_000).catch(() => undefined);
         continue;
       }
+      // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
+      // queue PING failed.
+      const why = !this.#registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
+      if (why !== undefined) {
+        if (skipping !== why) this.log.warn({ slot }, why);
+        skipping = why;
+        await sleep(this.#claimCtx, backoff).catch(() => undefined);
+        continue;
+      }
+      if (skipping !== undefined) this.log.info({ slot }, 'checked in again: reading the queue');
+      skipping = undefined;
+      // go-vela/worker exec.go: GET the worker before each pop; its routes are what to pop.
+      let routes: string[];
+      try {
+        const me = await this.#authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
+        if (me?.routes && me.routes.length > 0) this.#routes = me.routes;
+        routes = this.#routes;
+      } catch (e) {
+        if (this.#claimCtx.signal.aborted) break;
+        this.log.error({ slot, err: errText(e) }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
+        await sleep(this.#claimCtx, backoff).catch(() => undefined);
+        continue;
+      }
       const queue = this.#queue!;
-      const res: PopResult = await queue.pop(this.#claimCtx, this.#routes.length > 0 ? this.#routes : queue.routes);
+      const res: PopResult = await queue.pop(this.#claimCtx, routes.length > 0 ? routes : queue.routes);
       this.metrics.queueItems.inc({ result: res.kind });
       try {
         switch (res.kind) {
