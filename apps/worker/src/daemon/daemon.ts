@@ -296,6 +296,7 @@ export class Daemon {
         this.#queue?.close();
         this.#queue = new VelaQueue({
           url,
+          sentinel: this.config.queue.cluster,
           publicKey,
           routes: this.#routes.length > 0 ? this.#routes : ['vela'],
           popTimeoutSec: this.config.queue.popTimeoutMs / 1000,
