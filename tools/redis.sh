@@ -3,8 +3,57 @@
 # (default redis://127.0.0.1:6379). On Debian as root, installs Debian's redis-server with
 # apt-get when it is missing and starts it in the background, bound to 127.0.0.1, without
 # persistence; elsewhere says what to do. Idempotent: returns at once when PING answers.
+#
+# `tools/redis.sh sentinel` instead starts, on side ports, a Redis master (127.0.0.1:6391) and a
+# real Redis Sentinel (127.0.0.1:26391, redis-server --sentinel, as Debian's redis-sentinel runs
+# it) monitoring it as master group `berth`; the worker reaches it with VELA_QUEUE_CLUSTER=true
+# and VELA_QUEUE_ADDR=redis://[berth,127.0.0.1:26391]. Idempotent too.
 set -euo pipefail
 say() { printf '[redis] %s\n' "$*"; }
+
+if [ "${1:-}" = sentinel ]; then
+  mport=6391
+  sport=26391
+  resp() { # host port command… → first reply line (RESP over /dev/tcp; no redis-cli needed)
+    local h=$1 p=$2
+    shift 2
+    timeout 2 bash -c "exec 3<>/dev/tcp/$h/$p && printf '%s\r\n' \"$*\" >&3 && head -n 1 <&3" 2>/dev/null | tr -d '\r'
+  }
+  if ! command -v redis-server >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      say "installing Debian's redis-server and redis-sentinel with apt-get"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >/dev/null || true
+      apt-get install -y -qq --no-install-recommends redis-server redis-sentinel >/dev/null
+    else
+      say "redis-server is not installed (on Debian/Ubuntu: sudo apt-get install redis-server redis-sentinel)"
+      exit 1
+    fi
+  fi
+  if [ "$(resp 127.0.0.1 $mport PING)" != +PONG ]; then
+    redis-server --daemonize yes --bind 127.0.0.1 --port $mport --save '' --appendonly no \
+      --dir /tmp --logfile /tmp/berth-redis-$mport.log --pidfile /tmp/berth-redis-$mport.pid
+  fi
+  if [ "$(resp 127.0.0.1 $sport PING)" != +PONG ]; then
+    conf=/tmp/berth-sentinel-$sport.conf
+    # Sentinel rewrites its config file: a fresh one per start.
+    printf '%s\n' "port $sport" "bind 127.0.0.1" "daemonize yes" "dir /tmp" \
+      "logfile /tmp/berth-sentinel-$sport.log" "pidfile /tmp/berth-sentinel-$sport.pid" \
+      "sentinel monitor berth 127.0.0.1 $mport 1" "sentinel down-after-milliseconds berth 5000" >"$conf"
+    if command -v redis-sentinel >/dev/null; then redis-sentinel "$conf"; else redis-server "$conf" --sentinel; fi
+  fi
+  for _ in $(seq 1 50); do
+    [ "$(resp 127.0.0.1 $sport PING)" = +PONG ] && [ "$(resp 127.0.0.1 $mport PING)" = +PONG ] && break
+    sleep 0.2
+  done
+  if [ "$(resp 127.0.0.1 $sport PING)" != +PONG ]; then
+    say "redis-sentinel did not answer on 127.0.0.1:$sport. Its last log lines:"
+    tail -n 20 /tmp/berth-sentinel-$sport.log >&2 || true
+    exit 1
+  fi
+  say "sentinel up on 127.0.0.1:$sport watching master group berth at 127.0.0.1:$mport"
+  exit 0
+fi
 
 url="${REDIS_URL:-redis://127.0.0.1:6379}"
 # redis://[user:pass@]host[:port][/db] → host and port (enough for a local test server).

@@ -17,7 +17,6 @@ const CASES: Array<[string, Record<string, string>, string[], RegExp]> = [
   ['a worker address with a trailing slash', { VELA_WORKER_ADDR: 'http://worker-1:8080/' }, [], /worker\.addr .*trailing slash/],
   ['an https worker address without a certificate', { VELA_WORKER_ADDR: 'https://worker-1' }, [], /server\.cert .*required when worker\.addr is https/],
   ['a queue address that is not redis', { VELA_QUEUE_ADDR: 'http://redis:6379' }, [], /queue\.addr \(env VELA_QUEUE_ADDR\): must use redis or rediss/],
-  ['Redis Sentinel', { VELA_QUEUE_CLUSTER: 'true' }, [], /queue\.cluster .*not supported/],
   ['a bad queue public key', { VELA_QUEUE_PUBLIC_KEY: 'c2hvcnQ=' }, [], /queue\.public-key .*32-byte Ed25519/],
   ['an unknown runtime', { VELA_RUNTIME_DRIVER: 'podman' }, [], /runtime\.driver \(env VELA_RUNTIME_DRIVER\): must be docker or kubernetes/],
   ['an unknown runtime by flag', {}, ['--runtime', 'lxc'], /runtime\.driver \(flag --runtime\.driver\): must be docker or kubernetes/],

@@ -501,12 +501,15 @@ export class VelaSim {
     }
   }
 
-  /** Build-scoped access: a build token for this very build, or the shared secret. */
+  /**
+   * Build-scoped access: a build token for this very build. Server router/middleware/perm/perm.go
+   * MustBuildAccess lets only a WorkerBuild token with a matching build_id (or a platform admin,
+   * which the sim has none of) through; the shared secret maps to a ServerWorker claim
+   * (claims.go Establish) and is refused.
+   */
   #requireBuildAccess(caller: Caller, build: VelaBuild): void {
-    if (caller.viaSecret) return;
-    if (caller.claims.token_type !== 'WorkerBuild') throw new HttpError(401, `invalid token type: ${caller.claims.token_type} (want WorkerBuild)`);
-    if (caller.claims.build_id !== build.id) {
-      throw new HttpError(401, `build token is for build ${caller.claims.build_id} but the request is for build ${build.id}`);
+    if (caller.claims.token_type !== 'WorkerBuild' || caller.claims.build_id !== build.id) {
+      throw new HttpError(401, 'invalid token: must provide matching worker build token');
     }
   }
 

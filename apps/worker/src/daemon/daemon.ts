@@ -114,6 +114,8 @@ export class Daemon {
   #runtime: Runtime | undefined;
   #queue: VelaQueue | undefined;
   #registered = false;
+  /** The last check-in's queue PING answered (go-vela/worker `QueueCheckedIn`). */
+  #queueOk = false;
   #routes: string[];
   #checkInError: string | undefined;
   #lastBuildStarted = 0;
@@ -294,6 +296,7 @@ export class Daemon {
         this.#queue?.close();
         this.#queue = new VelaQueue({
           url,
+          sentinel: this.config.queue.cluster,
           publicKey,
           routes: this.#routes.length > 0 ? this.#routes : ['vela'],
           popTimeoutSec: this.config.queue.popTimeoutMs / 1000,
@@ -310,7 +313,8 @@ export class Daemon {
 
   async #checkInLoop(ctx: Context): Promise<void> {
     while (!ctx.signal.aborted) {
-      const delay = this.#registered ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
+      // Until a check-in and its queue PING both worked, retry every 5 s (operate.go's inner loop).
+      const delay = this.#registered && this.#queueOk ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
       try {
         await sleep(ctx, delay);
         await this.#checkInOnce(ctx);
@@ -333,6 +337,7 @@ export class Daemon {
       this.credentials.setToken(result.token);
       if (result.worker?.routes && result.worker.routes.length > 0) this.#routes = result.worker.routes;
       const queueOk = (await this.#queue?.ping()) ?? false;
+      this.#queueOk = queueOk;
       if (!queueOk) {
         this.log.error('the queue (Redis) does not answer PING');
         await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
@@ -427,7 +432,6 @@ export class Daemon {
         const saved = left.get(b.id);
         await this.#failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
           token: saved?.token,
-          pendingOnly: false,
         });
       }
       this.#state.reset();
@@ -444,24 +448,21 @@ export class Daemon {
   }
 
   /**
-   * Sets a build to `error` with `message`: with `token` when given (a build token saved at claim),
-   * else with the server secret, else with a fresh build token (pending builds only). Never rejects.
+   * Sets a build to `error` with `message`, with a build token: the one given (saved at claim), else
+   * a fresh one (the server mints them for pending builds only). Never the server secret: the
+   * build PUT needs a build token for this very build (server router/build.go `PUT` with
+   * perm.MustBuildAccess, which lets only a WorkerBuild token or a platform admin through; the
+   * secret maps to a ServerWorker claim). Never rejects.
    */
-  async #failBuild(
-    ctx: Context,
-    b: { id?: number; org: string; repo: string; number: number },
-    message: string,
-    how: { token?: string | undefined; pendingOnly: boolean },
-  ): Promise<boolean> {
+  async #failBuild(ctx: Context, b: { id?: number; org: string; repo: string; number: number }, message: string, how: { token?: string | undefined } = {}): Promise<boolean> {
     const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
     const tokens: string[] = [];
     if (how.token) tokens.push(how.token);
-    if (this.config.server.secret && !how.pendingOnly) tokens.push(this.config.server.secret);
     if (tokens.length === 0) {
       try {
         tokens.push(await this.#authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
       } catch (e) {
-        if (isVelaStatus(e, 409)) this.log.warn({ ...where }, 'the build is no longer pending: left as the server has it');
+        if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
         else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
         else this.log.error({ ...where, err: errText(e) }, 'could not get a build token to report the build as errored');
         return false;
@@ -483,14 +484,38 @@ export class Daemon {
 
   async #slotLoop(slot: number): Promise<void> {
     const backoff = this.#o.errorBackoffMs ?? 5_000;
+    let skipping: string | undefined;
     while (!this.#claimCtx.signal.aborted) {
       // The token expired without a secret to fall back on: claim nothing until a /register.
       if (this.credentials.needsRegistration()) {
         await sleep(this.#claimCtx, 1_000).catch(() => undefined);
         continue;
       }
+      // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
+      // queue PING failed.
+      const why = !this.#registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
+      if (why !== undefined) {
+        if (skipping !== why) this.log.warn({ slot }, why);
+        skipping = why;
+        await sleep(this.#claimCtx, backoff).catch(() => undefined);
+        continue;
+      }
+      if (skipping !== undefined) this.log.info({ slot }, 'checked in again: reading the queue');
+      skipping = undefined;
+      // go-vela/worker exec.go: GET the worker before each pop; its routes are what to pop.
+      let routes: string[];
+      try {
+        const me = await this.#authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
+        if (me?.routes && me.routes.length > 0) this.#routes = me.routes;
+        routes = this.#routes;
+      } catch (e) {
+        if (this.#claimCtx.signal.aborted) break;
+        this.log.error({ slot, err: errText(e) }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
+        await sleep(this.#claimCtx, backoff).catch(() => undefined);
+        continue;
+      }
       const queue = this.#queue!;
-      const res: PopResult = await queue.pop(this.#claimCtx, this.#routes.length > 0 ? this.#routes : queue.routes);
+      const res: PopResult = await queue.pop(this.#claimCtx, routes.length > 0 ? routes : queue.routes);
       this.metrics.queueItems.inc({ result: res.kind });
       try {
         switch (res.kind) {
@@ -531,7 +556,7 @@ export class Daemon {
         this.#root,
         { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
         `The worker could not use this build's queue item: ${reason}.`,
-        { pendingOnly: true },
+        {},
       );
     }
   }
@@ -539,7 +564,7 @@ export class Daemon {
   async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
     const b = item.build;
     this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
-    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE, { pendingOnly: true });
+    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
     await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: errText(e) }, 'worker update failed'));
   }
@@ -567,8 +592,7 @@ export class Daemon {
         } else {
           this.log.error({ ...where, err: claim.error.message }, 'could not get the executable');
           await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
-            token: undefined,
-            pendingOnly: false,
+            token: claim.buildToken,
           });
         }
         return;
@@ -611,7 +635,7 @@ export class Daemon {
     }
     if (!build) {
       this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken, pendingOnly: false });
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
       this.metrics.buildsTotal.inc({ status: 'error' });
       return;
     }
@@ -680,7 +704,7 @@ export class Daemon {
     } catch (e) {
       this.log.error({ ...where, err: errText(e) }, 'the build failed unexpectedly');
       this.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken, pendingOnly: false });
+      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
     } finally {
       reporter.abandon();
       this.slots.delete(slot);

@@ -18,7 +18,9 @@ export type ClaimResult =
   | { kind: 'claimed'; buildToken: string; client: VelaClient; executable: VelaExecutable; pipeline: unknown }
   | { kind: 'not-pending'; error: VelaApiError }
   | { kind: 'unknown-build'; error: VelaApiError }
-  | { kind: 'failed'; stage: 'token' | 'executable'; error: Error };
+  | { kind: 'failed'; stage: 'token'; error: Error }
+  /** `buildToken`: report the failure with it (the build PUT needs a build token). */
+  | { kind: 'failed'; stage: 'executable'; buildToken: string; error: Error };
 
 /** Gets the build token with the worker's client, then the executable with the build token. */
 export async function claimBuild(ctx: Context, workerClient: VelaClient, item: QueueItem): Promise<ClaimResult> {
@@ -37,7 +39,7 @@ export async function claimBuild(ctx: Context, workerClient: VelaClient, item: Q
     const { executable, pipeline } = await client.getExecutable(ctx, org, name, item.build.number);
     return { kind: 'claimed', buildToken, client, executable, pipeline };
   } catch (e) {
-    if (e instanceof VelaApiError) return { kind: 'failed', stage: 'executable', error: e };
+    if (e instanceof VelaApiError) return { kind: 'failed', stage: 'executable', buildToken, error: e };
     throw e;
   }
 }

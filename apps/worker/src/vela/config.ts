@@ -3,6 +3,7 @@
  * first variable listed wins, flags win over the environment, as in go-vela/worker), validated
  * with zod, with one error listing every problem.
  */
+import { parseSentinelUrl } from './queue.ts';
 import { hostname as osHostname } from 'node:os';
 import { parseGoDuration } from '@berth/context';
 import { z } from 'zod';
@@ -268,14 +269,20 @@ export function loadStartConfig(sources: ConfigSources = { env: process.env }): 
     };
     const worker = url('workerAddr', c.workerAddr, ['http', 'https']);
     url('serverAddr', c.serverAddr, ['http', 'https']);
-    url('queueAddr', c.queueAddr, ['redis', 'rediss']);
+    if (c.queueCluster && c.queueAddr !== undefined) {
+      // A Sentinel address (server queue/redis/redis.go): redis://[master,sentinel:26379,…].
+      try {
+        parseSentinelUrl(c.queueAddr);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', path: ['queueAddr'], message: e instanceof Error ? e.message : String(e) });
+      }
+    } else url('queueAddr', c.queueAddr, ['redis', 'rediss']);
     if (worker?.protocol === 'https:' && (!c.serverCert || !c.serverCertKey)) {
       ctx.addIssue({ code: 'custom', path: ['serverCert'], message: 'a certificate and its key (server.cert, server.cert-key) are required when worker.addr is https' });
     }
     if (c.queuePublicKey !== undefined && Buffer.from(c.queuePublicKey, 'base64').length !== 32) {
       ctx.addIssue({ code: 'custom', path: ['queuePublicKey'], message: 'must be the base64 of a 32-byte Ed25519 public key' });
     }
-    if (c.queueCluster) ctx.addIssue({ code: 'custom', path: ['queueCluster'], message: 'Redis Sentinel (queue.cluster) is not supported by berth yet' });
     if (c.runtimePodsTemplateName && c.runtimePodsTemplateFile) {
       ctx.addIssue({ code: 'custom', path: ['runtimePodsTemplateFile'], message: 'set either runtime.pods-template-name or runtime.pods-template-file, not both' });
     }

@@ -55,8 +55,13 @@ export interface UnverifiedBuild {
 
 /** Options of {@link VelaQueue}. */
 export interface VelaQueueOptions {
-  /** go-redis style URL: `redis://[user:pass@]host:port[/db]` or `rediss://…`. */
+  /**
+   * go-redis style URL: `redis://[user:pass@]host:port[/db]` or `rediss://…`. With `sentinel`,
+   * `redis://[:pass@][master,sentinel1:26379,sentinel2:26379][/db]` (see {@link parseSentinelUrl}).
+   */
   url: string;
+  /** VELA_QUEUE_CLUSTER: connect through Redis Sentinel (go-redis NewFailoverClient). */
+  sentinel?: boolean;
   /** The server's Ed25519 public key: padded standard base64 of 32 bytes (from `/api/v1/queue/info`). */
   publicKey: string;
   /** Routes to pop from, in priority order (default `['vela']`). */
@@ -160,7 +165,8 @@ export class VelaQueue {
   }
 
   #connect(): Redis {
-    const conn = new Redis(this.#options.url, { maxRetriesPerRequest: 2, ...this.#options.redisOptions });
+    const base = { maxRetriesPerRequest: 2, ...this.#options.redisOptions };
+    const conn = this.#options.sentinel ? new Redis({ ...sentinelOptions(parseSentinelUrl(this.#options.url)), ...base }) : new Redis(this.#options.url, base);
     // ioredis emits 'error' on every failed reconnect: without a listener Node would throw.
     conn.on('error', (err: Error) => this.#options.logger?.warn({ err: err.message }, 'redis connection error'));
     this.#all.add(conn);
@@ -267,4 +273,63 @@ export class VelaQueue {
     this.#idle.length = 0;
     this.#control = undefined;
   }
+}
+
+/** What a Sentinel queue address names. */
+export interface SentinelAddress {
+  /** The master group name the sentinels monitor. */
+  masterName: string;
+  sentinels: Array<{ host: string; port: number }>;
+  username?: string;
+  password?: string;
+  db: number;
+  tls: boolean;
+}
+
+/**
+ * Parses a Sentinel queue address as go-vela/server's queue/redis/redis.go failoverFromOptions
+ * reads it: go-redis parses the URL, then the host (brackets and a `:6379` suffix stripped) is a
+ * comma list whose first element is the master name and the rest the sentinels, e.g.
+ * `redis://:secret@[mymaster,10.0.0.1:26379,10.0.0.2:26379]/0`. A sentinel without a port gets
+ * 26379 (Sentinel's default). Throws a message naming what is wrong.
+ */
+export function parseSentinelUrl(url: string): SentinelAddress {
+  const m = /^(rediss?):\/\/(?:([^@/]*)@)?([^/]*?)(?:\/(\d*))?$/.exec(url.trim());
+  if (!m) throw new Error(`the queue address ${JSON.stringify(url)} is not a Sentinel address: use redis://[:password@][master,host:26379,…][/db]`);
+  const [, scheme, auth, rawHost = '', db] = m;
+  let host = rawHost.replace(/:6379$/, '');
+  host = host.replace(/^\[/, '').replace(/\]$/, '');
+  const [masterName = '', ...rest] = host.split(',').map((h) => h.trim());
+  if (masterName === '' || rest.length === 0) {
+    throw new Error(`the queue address ${JSON.stringify(url)} names no ${masterName === '' ? 'master' : 'sentinel'}: with VELA_QUEUE_CLUSTER use redis://[:password@][master,host:26379,…][/db]`);
+  }
+  const sentinels = rest.map((h) => {
+    const hm = /^(.*?)(?::(\d+))?$/.exec(h)!;
+    const hostname = (hm[1] ?? '').replace(/^\[|\]$/g, '');
+    if (hostname === '') throw new Error(`the queue address ${JSON.stringify(url)} has an empty sentinel host`);
+    return { host: hostname, port: hm[2] ? Number(hm[2]) : 26379 };
+  });
+  const out: SentinelAddress = { masterName, sentinels, db: db ? Number(db) : 0, tls: scheme === 'rediss' };
+  if (auth !== undefined) {
+    const i = auth.indexOf(':');
+    const user = decodeURIComponent(i >= 0 ? auth.slice(0, i) : auth);
+    const pass = i >= 0 ? decodeURIComponent(auth.slice(i + 1)) : '';
+    if (i >= 0) {
+      if (pass !== '') out.password = pass;
+      if (user !== '') out.username = user;
+    } else if (user !== '') out.password = user;
+  }
+  return out;
+}
+
+/** ioredis options of a Sentinel address (the password is the master's, as go-redis FailoverOptions.Password). */
+function sentinelOptions(a: SentinelAddress): RedisOptions {
+  return {
+    sentinels: a.sentinels,
+    name: a.masterName,
+    db: a.db,
+    ...(a.password === undefined ? {} : { password: a.password }),
+    ...(a.username === undefined ? {} : { username: a.username }),
+    ...(a.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+  };
 }
