@@ -4,7 +4,8 @@
  * AllowUndefinedVariables, AsBool).
  */
 import { describe, expect, it } from 'vitest';
-import { compilePipeline, emptyRules, emptyRuleset, matchRuleset, parseEval, evaluateEval, RulesetError, type RuleData, type Ruleset } from '../src/index.ts';
+import { compilePipeline, emptyRuleset, matchRuleset, parseEval, evaluateEval, RulesetError, type RuleData, type Ruleset } from '../src/index.ts';
+import { emptyRules } from '../src/model.ts';
 
 const env = { VELA_BUILD_AUTHOR: 'Octocat', VELA_BUILD_BRANCH: 'release/1.2', VELA_BUILD_EVENT: 'push', VELA_BUILD_NUMBER: '42', EMPTY: '' };
 const run = (source: string, vars: Record<string, string> = env): boolean => {

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { emptyBuild, emptyContainer, isDnsLabel, prepareBuild, sanitizeBuildId, sanitizeContainerId, sanitizeKubernetesName } from '../src/index.ts';
+import { emptyBuild, emptyContainer, prepareBuild, sanitizeContainerId, sanitizeKubernetesName } from '../src/index.ts';
+import { isDnsLabel, sanitizeBuildId } from '../src/ids.ts';
 
 describe('prepareBuild', () => {
   it('sets ids as Vela does', () => {

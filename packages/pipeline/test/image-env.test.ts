@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { envsubst, normalizeImage, parseImageReference, toVelaString, velaEnvironment, velaLookup } from '../src/index.ts';
+import { envsubst, parseImageReference, velaEnvironment } from '../src/index.ts';
+import { toVelaString } from '../src/environment.ts';
+import { normalizeImage } from '../src/image.ts';
+import { velaLookup } from '../src/substitute.ts';
 
 const SHA = `sha256:${'a'.repeat(64)}`;
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { emptyBuild, emptyContainer, marshalBuild, parseBuild, parseContainer, parseRuleset, validateBuild } from '../src/index.ts';
+import { emptyBuild, emptyContainer, marshalBuild, parseBuild, parseContainer, validateBuild } from '../src/index.ts';
+import { parseRuleset } from '../src/model.ts';
 
 // A compiled pipeline as a Vela server sends it (omitempty JSON).
 const VELA_JSON = {

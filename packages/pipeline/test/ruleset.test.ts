@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { emptyRules, evaluateRuleset, filepathMatch, matchRule, matchRuleset, RulesetError, type RuleData, type Rules, type Ruleset } from '../src/index.ts';
+import { evaluateRuleset, filepathMatch, matchRuleset, RulesetError, type RuleData, type Rules, type Ruleset } from '../src/index.ts';
+import { emptyRules } from '../src/model.ts';
+import { matchRule } from '../src/ruleset.ts';
 
 function rs(parts: { if?: Partial<Rules>; unless?: Partial<Rules>; continue?: boolean }): Ruleset {
   return {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyScript, buildScript, emptyContainer, generateScript, goQuote, SCRIPT_COMMAND } from '../src/index.ts';
+import { applyScript, emptyContainer } from '../src/index.ts';
+import { buildScript, generateScript, goQuote, SCRIPT_COMMAND } from '../src/script.ts';
 
 // The script Vela's generateScriptPosix builds for ["echo ${FOO}", "echo bar"]
 // (go-vela/server compiler/types/pipeline/container.go setupScript + traceScript).
