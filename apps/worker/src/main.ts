@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { compileCommand } from './commands/compile.ts';
 import { execCommand } from './commands/exec.ts';
+import { runtimesCommand } from './commands/runtimes.ts';
 import { startCommand } from './commands/start.ts';
 import { validateCommand } from './commands/validate.ts';
 import { CommandError, EXIT } from './exit-codes.ts';
@@ -34,6 +35,7 @@ Examples:
   validateCommand(program, io);
   compileCommand(program, io);
   startCommand(program, io);
+  runtimesCommand(program, io);
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ writeOut: (t) => io.stdout.write(t), writeErr: (t) => io.stderr.write(t) }).showHelpAfterError(`(run berth ${command.name()} --help for usage)`);
   }
