@@ -9,6 +9,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 /** `berth exec`'s flags as commander hands them over (unset flags are undefined). */
 export interface ExecFlags {
   runtime?: string;
+  runtimeOption?: string[];
   kubeconfig?: string;
   namespace?: string;
   env: string[];
@@ -36,7 +37,9 @@ function via<T>(parse: (value: string) => T) {
 
 function schema(cwd: string) {
   return z.object({
-    runtime: z.enum(['docker', 'kubernetes'], { error: (i) => `--runtime ${JSON.stringify(i.input)} is not a runtime: use docker or kubernetes` }),
+    // A built-in name, a package name or a path: checked when the plugin is loaded (plugins/load.ts).
+    runtime: z.string().trim().min(1, { error: '--runtime is empty: give docker, kubernetes, host, an installed package name, or a path to a plugin module' }),
+    runtimeOption: z.array(z.string()).transform((v, ctx) => via((_: string) => parseAssignments(v, '--runtime-option'))('', ctx)),
     kubeconfig: z.string().optional(),
     namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: (i) => `--namespace ${JSON.stringify(i.input)} is not a Kubernetes namespace name` }),
     env: z.array(z.string()).transform((v, ctx) => via((_: string) => parseAssignments(v, '--env'))('', ctx)),
@@ -61,6 +64,7 @@ export type ExecConfig = z.output<ReturnType<typeof schema>>;
 export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: string): ExecConfig {
   const result = schema(cwd).safeParse({
     runtime: flags.runtime ?? env.BERTH_RUNTIME ?? 'docker',
+    runtimeOption: flags.runtimeOption ?? [],
     kubeconfig: flags.kubeconfig ?? env.KUBECONFIG,
     namespace: flags.namespace ?? env.BERTH_NAMESPACE ?? 'default',
     env: flags.env,

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   validate: async () => (await import('./commands/validate.ts')).validateCommand,
   compile: async () => (await import('./commands/compile.ts')).compileCommand,
   start: async () => (await import('./commands/start.ts')).startCommand,
+  runtimes: async () => (await import('./commands/runtimes.ts')).runtimesCommand,
 };
 
 /** The command a command line names: its first argument, when that is a known command. */

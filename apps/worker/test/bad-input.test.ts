@@ -53,7 +53,7 @@ const cases: Case[] = [
   }),
   { name: 'an unknown command', args: () => ['frobnicate'], code: 2, says: [/unknown command 'frobnicate'/] },
   { name: 'an unknown flag', args: () => ['exec', '--nope', good], code: 2, says: [/unknown option '--nope'/] },
-  { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/--runtime "podman" is not a runtime: use docker or kubernetes/] },
+  { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/--runtime podman: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/, /give a path to its module/] },
   { name: 'a timeout that is not a duration', args: () => ['exec', '--timeout', 'soon', good], code: 2, says: [/--timeout "soon" is not a duration/] },
   { name: 'a zero timeout', args: () => ['exec', '--timeout', '0s', good], code: 2, says: [/--timeout must be longer than zero/] },
   { name: 'an --env without =', args: () => ['exec', '--env', 'NOVALUE', good], code: 2, says: [/--env "NOVALUE" is not NAME=VALUE/] },

@@ -12,6 +12,8 @@ export interface WorkspacePackage {
   role: Role;
   dependencies: Set<string>;
   devDependencies: Set<string>;
+  /** Only `dependencies` (not peers): what an installation would duplicate. */
+  regularDependencies?: Set<string>;
 }
 
 /** One import that breaks a rule. */
@@ -20,7 +22,7 @@ export interface Violation {
   file: string;
   line: number;
   specifier: string;
-  rule: 'layering' | 'undeclared' | 'dev-only';
+  rule: 'layering' | 'undeclared' | 'dev-only' | 'peer';
   message: string;
 }
 
@@ -55,6 +57,7 @@ export function readWorkspace(root: string, groups: readonly string[] = ['packag
           ...Object.keys(manifest.optionalDependencies ?? {}),
         ]),
         devDependencies: new Set(Object.keys(manifest.devDependencies ?? {})),
+        regularDependencies: new Set(Object.keys(manifest.dependencies ?? {})),
       });
     }
   }
@@ -105,6 +108,7 @@ export function checkWorkspace(root: string, packages: WorkspacePackage[] = read
   const byName = new Map(packages.map((p) => [p.name, p]));
   const violations: Violation[] = [];
   for (const pkg of packages) {
+    violations.push(...peerViolations(pkg, byName));
     const pkgDir = path.join(root, pkg.dir);
     for (const file of sourceFiles(pkgDir)) {
       const relToPkg = path.relative(pkgDir, file);
@@ -147,4 +151,30 @@ function isRootConfig(root: string, target: string): boolean {
 /** Formats violations one a line, `file:line  rule  message (import "x")`. */
 export function formatViolations(violations: readonly Violation[]): string {
   return violations.map((v) => `${v.file}:${v.line}  ${v.rule}  ${v.message} (import "${v.specifier}")`).join('\n');
+}
+
+/** Roles whose packages must be peers of a plugin or of the contract: one copy per installation. */
+const SHARED_ROLES: readonly Role[] = ['context', 'pipeline', 'contract'];
+
+/**
+ * A runtime plugin (and the contract itself) lists the contract and the layers below it as peer
+ * dependencies, never as regular ones: a second copy in an installation would break every
+ * `instanceof` check (RuntimeError, Canceled) between the plugin and the worker.
+ */
+function peerViolations(pkg: WorkspacePackage, byName: ReadonlyMap<string, WorkspacePackage>): Violation[] {
+  if (pkg.role !== 'plugin' && pkg.role !== 'contract') return [];
+  const found: Violation[] = [];
+  for (const name of pkg.regularDependencies ?? []) {
+    const to = byName.get(name);
+    if (to && SHARED_ROLES.includes(to.role)) {
+      found.push({
+        file: `${pkg.dir}/package.json`,
+        line: 1,
+        specifier: name,
+        rule: 'peer',
+        message: `${pkg.name} lists ${name} in dependencies; a ${pkg.role === 'plugin' ? 'runtime plugin' : 'contract'} takes it as a peerDependency (and a devDependency), so an installation holds one copy`,
+      });
+    }
+  }
+  return found;
 }

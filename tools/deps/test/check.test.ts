@@ -14,6 +14,7 @@ interface FakePackage {
   dir: string;
   name: string;
   deps?: string[];
+  peers?: string[];
   dev?: string[];
   files: Record<string, string>;
 }
@@ -25,7 +26,7 @@ function workspace(packages: FakePackage[]): string {
     const dir = path.join(root, p.dir);
     mkdirSync(dir, { recursive: true });
     const toRecord = (names: string[] = []) => Object.fromEntries(names.map((n) => [n, 'workspace:^']));
-    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: p.name, dependencies: toRecord(p.deps), devDependencies: toRecord(p.dev) }));
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: p.name, dependencies: toRecord(p.deps), peerDependencies: toRecord(p.peers), devDependencies: toRecord(p.dev) }));
     for (const [file, text] of Object.entries(p.files)) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
       writeFileSync(path.join(dir, file), text);
@@ -36,7 +37,7 @@ function workspace(packages: FakePackage[]): string {
 
 const base: FakePackage[] = [
   { dir: 'packages/context', name: '@berth/context', files: { 'src/index.ts': 'export const x = 1;\n' } },
-  { dir: 'packages/runtime', name: '@berth/runtime', deps: ['@berth/context'], files: { 'src/index.ts': "import { x } from '@berth/context';\nexport const y = x;\n" } },
+  { dir: 'packages/runtime', name: '@berth/runtime', peers: ['@berth/context'], dev: ['@berth/context'], files: { 'src/index.ts': "import { x } from '@berth/context';\nexport const y = x;\n" } },
 ];
 
 describe('checkWorkspace', () => {
@@ -44,10 +45,21 @@ describe('checkWorkspace', () => {
     expect(checkWorkspace(workspace(base))).toEqual([]);
   });
 
+  it('reports a plugin (such as runtime-host) that lists the contract in dependencies instead of peerDependencies', () => {
+    const root = workspace([
+      ...base,
+      { dir: 'packages/runtime-host', name: '@berth/runtime-host', deps: ['@berth/runtime'], files: { 'src/index.ts': "import '@berth/runtime';\n" } },
+      { dir: 'packages/runtime-ok', name: '@berth/runtime-ok', peers: ['@berth/runtime'], dev: ['@berth/runtime'], files: { 'src/index.ts': "import '@berth/runtime';\n" } },
+    ]);
+    expect(checkWorkspace(root)).toEqual([
+      expect.objectContaining({ file: 'packages/runtime-host/package.json', rule: 'peer', specifier: '@berth/runtime', message: expect.stringContaining('takes it as a peerDependency') as string }),
+    ]);
+  });
+
   it('reports a plugin importing another plugin, with file and line', () => {
     const root = workspace([
       ...base,
-      { dir: 'packages/runtime-a', name: '@berth/runtime-a', deps: ['@berth/runtime', '@berth/runtime-b'], files: { 'src/index.ts': "import '@berth/runtime';\n\nimport { b } from '@berth/runtime-b';\nexport { b };\n" } },
+      { dir: 'packages/runtime-a', name: '@berth/runtime-a', peers: ['@berth/runtime'], deps: ['@berth/runtime-b'], files: { 'src/index.ts': "import '@berth/runtime';\n\nimport { b } from '@berth/runtime-b';\nexport { b };\n" } },
       { dir: 'packages/runtime-b', name: '@berth/runtime-b', files: { 'src/index.ts': 'export const b = 1;\n' } },
     ]);
     expect(checkWorkspace(root)).toEqual([

@@ -4,13 +4,13 @@ import { background, withCancel } from '@berth/context';
 import { runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
 import { ConsoleReporter } from '../console-reporter.ts';
 import type { Build } from '@berth/pipeline';
-import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { isRuntimeError, type Runtime } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
 import { createLogger } from '../logger.ts';
 import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
-import { selectRuntime } from '../runtimes.ts';
+import { loadRuntime } from '../plugins/load.ts';
 import { collect } from './compile.ts';
 import { VERSION } from '../version.ts';
 
@@ -21,7 +21,8 @@ export function execCommand(program: Command, io: Io): void {
     .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .option('-r, --runtime <name>', 'where containers run: docker or kubernetes (env BERTH_RUNTIME; default docker)')
+    .option('-r, --runtime <name>', 'where steps run: docker, kubernetes, host, an installed plugin package, or a path to a plugin module (env BERTH_RUNTIME; default docker; `berth runtimes` lists them)')
+    .option('--runtime-option <key=value>', "an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes", collect, [])
     .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (env KUBECONFIG)')
     .option('--namespace <name>', 'namespace for --runtime kubernetes (env BERTH_NAMESPACE; default default)')
     .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
@@ -44,13 +45,18 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
   const logger = createLogger(io, config.logLevel, config.color);
+  // The plugin too is checked before the pipeline is compiled: --runtime and --runtime-option are usage.
+  const { descriptor } = await loadRuntime(config.runtime, {
+    cwd: io.cwd,
+    options: config.runtimeOption,
+    builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE },
+  });
 
   const compiled = compileFile(file, io.cwd, { secrets, environment });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
 
-  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE });
   const color = config.color && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
   const [ctx, cancel] = withCancel(background());
@@ -61,7 +67,8 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
     runtime = await descriptor.create(ctx, {
       workerId: `berth-exec-${process.pid}`,
       workspacePath,
-      workspaceHostPath: config.runtime === 'docker' ? path.resolve(io.cwd) : undefined,
+      // Runtimes that can run on the current directory do; Kubernetes (and any other plugin) gets a workspace of its own.
+      workspaceHostPath: descriptor.name === 'docker' || descriptor.name === 'host' ? path.resolve(io.cwd) : undefined,
       stopGraceMs: config.stopGrace,
       onEvent: events.onEvent,
     });

@@ -1,0 +1,134 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CONTRACT_VERSION, contractMismatch, type RuntimeDescriptor } from '@berth/runtime';
+import { CommandError, EXIT } from '../exit-codes.ts';
+import { BUILTIN_RUNTIMES, builtinOptions } from './builtin.ts';
+
+/** Where a runtime plugin came from. */
+export type PluginSource = 'builtin' | 'package' | 'path';
+
+/** A runtime plugin the worker loaded and checked. */
+export interface LoadedRuntime {
+  descriptor: RuntimeDescriptor;
+  source: PluginSource;
+  /** The built-in name, the package name, or the file path. */
+  location: string;
+}
+
+/** What {@link loadRuntime} needs. */
+export interface LoadOptions {
+  /** `--runtime-option key=value` pairs, handed to the plugin's factory. */
+  options?: Readonly<Record<string, string>>;
+  /** Settings of the built-in runtimes the worker read itself (`--kubeconfig`, …); ignored for others. */
+  builtinSettings?: Readonly<Record<string, unknown>>;
+  /** Where a path or a package name is resolved from (the current directory). */
+  cwd: string;
+}
+
+/** `./x.js`, `../x`, `/abs/x.mjs`, `C:\…` or a name ending in a script extension is a path; anything else a package. */
+export function isPathSpec(spec: string): boolean {
+  return spec.startsWith('.') || path.isAbsolute(spec) || /\.(?:[cm]?js|[cm]?ts)$/.test(spec);
+}
+
+/**
+ * Loads the runtime plugin `spec` names, as `--runtime` accepts it: a built-in name (`docker`,
+ * `kubernetes`, `host`), an installed package name, or a path to a module. The module's default
+ * export (or its export named `runtime`) is a `defineRuntime` descriptor, or a function taking
+ * the `--runtime-option` pairs and returning one. Checks the descriptor's shape and contract
+ * version (another major is refused: `contractMismatch`).
+ *
+ * Every failure is a {@link CommandError} (exit 2) saying what is wrong and what to do.
+ */
+export async function loadRuntime(spec: string, load: LoadOptions): Promise<LoadedRuntime> {
+  const strings = load.options ?? {};
+  const builtin = BUILTIN_RUNTIMES.find((b) => b.name === spec);
+  if (builtin) {
+    let options: Record<string, unknown>;
+    try {
+      options = builtinOptions(builtin, strings, load.builtinSettings);
+    } catch (error) {
+      throw usage(`--runtime-option: ${(error as Error).message}`);
+    }
+    return { descriptor: checked(await builtin.load(options), spec), source: 'builtin', location: builtin.name };
+  }
+
+  const source: PluginSource = isPathSpec(spec) ? 'path' : 'package';
+  let url: string;
+  if (source === 'path') {
+    const file = path.resolve(load.cwd, spec);
+    if (!existsSync(file)) throw usage(`--runtime ${spec}: no such file ${file}. Give docker, kubernetes, host, an installed package name, or a path to a plugin module.`);
+    url = pathToFileURL(file).href;
+  } else {
+    url = resolvePackage(spec, load.cwd);
+  }
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw usage(`--runtime ${spec}: the plugin module failed to load: ${(error as Error).message ?? String(error)}`);
+  }
+  const exported = module.default ?? module.runtime;
+  if (exported === undefined) {
+    throw usage(
+      `--runtime ${spec}: the module has no default export and no export named "runtime" (it exports: ${Object.keys(module).join(', ') || 'nothing'}). ` +
+        'A runtime plugin exports its descriptor: `export default defineRuntime({ name, version, contract, create })`, or a function `(options) => defineRuntime(...)`.',
+    );
+  }
+  let descriptor: unknown = exported;
+  if (typeof exported === 'function') {
+    try {
+      descriptor = await (exported as (options: Record<string, string>) => unknown)({ ...strings });
+    } catch (error) {
+      throw usage(`--runtime ${spec}: the plugin refused its options (${describeOptions(strings)}): ${(error as Error).message ?? String(error)}`);
+    }
+  } else if (Object.keys(strings).length > 0) {
+    throw usage(`--runtime ${spec}: the plugin exports a descriptor, not a function, so it takes no --runtime-option (got ${describeOptions(strings)}).`);
+  }
+  return { descriptor: checked(descriptor, spec), source, location: source === 'path' ? path.resolve(load.cwd, spec) : spec };
+}
+
+/** The descriptor, after checking its shape and its contract version. */
+function checked(candidate: unknown, spec: string): RuntimeDescriptor {
+  const d = candidate as Partial<RuntimeDescriptor> | null;
+  const problems: string[] = [];
+  if (typeof d !== 'object' || d === null) {
+    throw usage(`--runtime ${spec}: the plugin's export is ${d === null ? 'null' : typeof d}, not a runtime descriptor; export \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`);
+  }
+  if (typeof d.name !== 'string' || d.name === '') problems.push('a name');
+  if (typeof d.version !== 'string') problems.push('a version');
+  if (typeof d.contract !== 'string') problems.push('a contract version');
+  if (typeof d.create !== 'function') problems.push('a create(ctx, config) function');
+  if (problems.length > 0) {
+    throw usage(`--runtime ${spec}: the plugin's export is not a runtime descriptor: it lacks ${problems.join(', ')}. Build it with \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`);
+  }
+  const mismatch = contractMismatch(d as RuntimeDescriptor);
+  if (mismatch !== undefined) throw usage(`--runtime ${spec}: ${mismatch} (this worker's contract: ${CONTRACT_VERSION}).`);
+  return d as RuntimeDescriptor;
+}
+
+/** A package's entry URL, resolved from `cwd` (a project's node_modules), else from the worker's own installation. */
+function resolvePackage(name: string, cwd: string): string {
+  const attempts: string[] = [];
+  for (const from of [path.join(cwd, 'package.json'), import.meta.filename]) {
+    try {
+      return pathToFileURL(createRequire(from).resolve(name)).href;
+    } catch (error) {
+      attempts.push(`${path.dirname(from)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  }
+  throw usage(
+    `--runtime ${name}: not a built-in runtime (docker, kubernetes, host), and no installed package of that name was found (looked from ${attempts.join('; ')}). ` +
+      'Install the plugin (npm install <package>) in the current directory or beside Berth, or give a path to its module.',
+  );
+}
+
+function describeOptions(options: Readonly<Record<string, string>>): string {
+  const keys = Object.keys(options);
+  return keys.length === 0 ? 'none given' : keys.map((k) => `${k}=…`).join(', ');
+}
+
+function usage(message: string): CommandError {
+  return new CommandError(message, EXIT.usage);
+}

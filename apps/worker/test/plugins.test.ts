@@ -1,0 +1,117 @@
+// Plugin loading (`--runtime <name|package|path>`, `--runtime-option`, `berth runtimes`), with
+// fixture plugins outside Berth's packages (test/fixtures/plugins), and `berth exec --runtime host` end to end.
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadRuntime } from '../src/plugins/load.ts';
+import { runCli } from './run-cli.ts';
+
+const FIXTURES = path.join(import.meta.dirname, 'fixtures/plugins');
+const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
+const HELLO = path.join(import.meta.dirname, '../../../examples/hello.yml');
+
+describe('loadRuntime', () => {
+  it('loads a plugin from a path outside the packages, calling its factory with the --runtime-option pairs', async () => {
+    const loaded = await loadRuntime('./shell-plugin.mjs', { cwd: FIXTURES, options: { greeting: 'hi' } });
+    expect(loaded).toMatchObject({ source: 'path', location: path.join(FIXTURES, 'shell-plugin.mjs') });
+    expect(loaded.descriptor).toMatchObject({ name: 'fixture-shell', version: '0.3.1', contract: '1.0.0' });
+  });
+
+  it('loads the built-ins by name, typing their options', async () => {
+    const loaded = await loadRuntime('host', { cwd: FIXTURES, options: { inheritEnv: 'PATH,LANG' } });
+    expect(loaded).toMatchObject({ source: 'builtin', location: 'host', descriptor: { name: 'host' } });
+  });
+
+  it.each([
+    ['./wrong-contract.mjs', {}, /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/],
+    ['./no-export.mjs', {}, /the module has no default export and no export named "runtime" \(it exports: helper\)\. A runtime plugin exports its descriptor/],
+    ['./not-descriptor.mjs', {}, /the plugin's export is not a runtime descriptor: it lacks a version, a contract version, a create\(ctx, config\) function\. Build it with `defineRuntime/],
+    ['./shell-plugin.mjs', { colour: 'blue' }, /the plugin refused its options \(colour=…\): unknown option "colour"; known: root, greeting/],
+    ['./wrong-contract.mjs', { a: '1' }, /exports a descriptor, not a function, so it takes no --runtime-option \(got a=…\)/],
+    ['host', { cpus: '2' }, /--runtime-option: the host runtime has no option "cpus"; its options: root, inheritEnv/],
+    ['docker', { cpus: 'many' }, /option cpus of the docker runtime must be a number; got "many"/],
+    ['./missing.mjs', {}, /--runtime \.\/missing\.mjs: no such file .*missing\.mjs\. Give docker, kubernetes, host, an installed package name, or a path/],
+    ['berth-runtime-nowhere', {}, /--runtime berth-runtime-nowhere: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/],
+  ])('%s %j: a clear usage error', async (spec, options, message) => {
+    const error = (await loadRuntime(spec, { cwd: FIXTURES, options }).catch((e: unknown) => e)) as Error & { exitCode?: number };
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toMatch(message);
+    expect(error.exitCode).toBe(2);
+  });
+});
+
+describe('berth exec --runtime / --runtime-option (in process)', () => {
+  it('refuses a malformed --runtime-option and a plugin of another contract with exit 2 and one message, before anything runs', async () => {
+    const bad = await runCli(['exec', '--runtime', 'host', '--runtime-option', 'noequals', HELLO], { cwd: FIXTURES });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^berth: --runtime-option "noequals" is not NAME=VALUE/);
+    const wrong = await runCli(['exec', '--runtime', './wrong-contract.mjs', HELLO], { cwd: FIXTURES });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/^berth: --runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future"/);
+    expect(wrong.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('berth runtimes lists the built-ins with their contract', async () => {
+    const run = await runCli(['runtimes', '--json'], { cwd: FIXTURES });
+    expect(run.code).toBe(0);
+    const listings = JSON.parse(run.stdout) as { spec: string; source: string; contract?: string; problem?: string }[];
+    expect(listings.map((l) => [l.spec, l.source, l.problem])).toEqual([
+      ['docker', 'builtin', undefined],
+      ['kubernetes', 'builtin', undefined],
+      ['host', 'builtin', undefined],
+    ]);
+    expect(listings.every((l) => l.contract === '1.0.0')).toBe(true);
+  });
+});
+
+/** Runs the real `berth` process in `cwd`. */
+function berth(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BERTH, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('berth exec end to end, without containers', () => {
+  it('berth exec --runtime host examples/hello.yml runs the steps on this host, in the current directory, and warns that it isolates nothing', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-host-e2e-'));
+    try {
+      copyFileSync(HELLO, path.join(dir, 'hello.yml'));
+      const run = await berth(['exec', '--runtime', 'host', 'hello.yml'], dir);
+      expect(run.code, run.stderr + run.stdout).toBe(0);
+      expect(run.stdout).toContain('greet │ hello from Berth');
+      expect(run.stdout).toContain(`read  │ this step runs in ${dir}`);
+      expect(run.stdout).toMatch(/tick 1\n.*tick 2\n.*tick 3/s);
+      expect(run.stdout).toMatch(/build localOrg_localRepo_1 ✓ success/);
+      expect(run.stderr).toContain('the host runtime gives no isolation');
+      expect(existsSync(path.join(dir, 'greeting.txt')), 'the read step removed the file it read').toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('berth exec --runtime <path to a plugin outside the packages> --runtime-option runs the build through that plugin', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-plugin-e2e-'));
+    try {
+      copyFileSync(HELLO, path.join(dir, 'hello.yml'));
+      const plugin = path.join(FIXTURES, 'shell-plugin.mjs');
+      const run = await berth(['exec', '--runtime', plugin, '--runtime-option', 'greeting=hello-from-options', 'hello.yml'], dir);
+      expect(run.code, run.stderr + run.stdout).toBe(0);
+      expect(run.stderr).toContain('fixture-shell: hello-from-options');
+      // The fixture delegates to the host runtime, whose runtime object names itself; a plugin that is
+      // not docker or host gets a workspace of its own rather than the current directory.
+      expect(run.stdout).toMatch(/^build localOrg_localRepo_1 on host/m);
+      expect(run.stdout).toMatch(/read {2}│ this step runs in .*\/workspace\n/);
+      expect(run.stdout).toMatch(/build localOrg_localRepo_1 ✓ success/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
