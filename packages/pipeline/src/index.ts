@@ -5,7 +5,7 @@
  * The entry point exports what the worker, the executor and runtime plugins use; the rest of the
  * package (key tables, YAML helpers, id patterns, …) is internal.
  */
-export type { Build, Container, PullPolicy, Rules, Ruleset, Secret, Stage, Volume } from './model.ts';
+export type { Build, Container, PullPolicy, Rules, Ruleset, Secret, Stage, Ulimit, Volume } from './model.ts';
 export { emptyBuild, emptyContainer, emptyRuleset, marshalBuild, parseBuild, parseContainer } from './model.ts';
 export { validateBuild } from './validate.ts';
 export { prepareBuild, sanitizeContainerId, sanitizeKubernetesName, type BuildIdentity } from './ids.ts';
@@ -14,7 +14,7 @@ export { evaluateRuleset, matchRuleset, shouldExecute, RulesetError, type RuleDa
 export { parseEval, evaluateEval } from './eval.ts';
 export { applyScript } from './script.ts';
 export { buildEnvironment, repoEnvironment, velaEnvironment, WORKSPACE_DEFAULT, type EnvironmentInput } from './environment.ts';
-export { parseImageReference } from './image.ts';
+export { parseImageReference, type ImageReference, type ImageReferenceResult } from './image.ts';
 export { envsubst, SubstitutionError } from './substitute.ts';
 export { compilePipeline, type CompileOptions, type CompileResult } from './compile/pipeline.ts';
 export type { CompileError } from './compile/document.ts';
