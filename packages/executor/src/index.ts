@@ -7,7 +7,7 @@
  *
  * @packageDocumentation
  */
-export type { Status } from './status.ts';
+export { isFinal, type Status } from './status.ts';
 export { type BuildReport, type Reporter, type StepReport, type Target, type TargetKind, combineReporters, nullReporter } from './reporter.ts';
 export { formatBytes, type LogLimits } from './log/cap.ts';
 export type { BatchOptions } from './log/batcher.ts';

@@ -8,7 +8,7 @@
 export type { Build, Container, PullPolicy, Rules, Ruleset, Secret, Stage, Ulimit, Volume } from './model.ts';
 export { emptyBuild, emptyContainer, emptyRuleset, marshalBuild, parseBuild, parseContainer } from './model.ts';
 export { validateBuild } from './validate.ts';
-export { prepareBuild, sanitizeContainerId, sanitizeKubernetesName, type BuildIdentity } from './ids.ts';
+export { allContainers, prepareBuild, sanitizeContainerId, sanitizeKubernetesName, type BuildIdentity } from './ids.ts';
 export { filepathMatch } from './glob.ts';
 export { evaluateRuleset, matchRuleset, shouldExecute, RulesetError, type RuleData } from './ruleset.ts';
 export { parseEval, evaluateEval } from './eval.ts';
