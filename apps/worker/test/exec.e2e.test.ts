@@ -5,6 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
+let runs = 0;
+/** A build number no other test run on the shared engine uses at the same time. */
+const uniqueBuildNumber = (): string => `${process.pid % 100000}${String(++runs).padStart(3, '0')}`;
+
 const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const EXAMPLES = path.join(import.meta.dirname, '../../../examples');
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
@@ -20,7 +24,7 @@ interface Run {
 function berth(args: string[], options: { cwd?: string; onOutput?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<Run> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BERTH, ...args], { cwd: options.cwd ?? EXAMPLES, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BERTH, ...args], { cwd: options.cwd ?? EXAMPLES, env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: uniqueBuildNumber() }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => {

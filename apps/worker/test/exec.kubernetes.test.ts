@@ -8,6 +8,10 @@ import path from 'node:path';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+let runs = 0;
+/** A build number no other test run on the shared engine uses at the same time. */
+const uniqueBuildNumber = (): string => `${process.pid % 100000}${String(++runs).padStart(3, '0')}`;
+
 const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const EXAMPLES = path.join(import.meta.dirname, '../../../examples');
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
@@ -38,7 +42,7 @@ function berth(args: string[], cwd: string): Promise<{ code: number | null; stdo
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BERTH, 'exec', '--runtime', 'kubernetes', '--kubeconfig', kube.kubeconfigPath, ...args], {
       cwd,
-      env: { ...process.env, NO_COLOR: '1', BERTH_KUBERNETES_PAUSE_IMAGE: PAUSE },
+      env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: uniqueBuildNumber(), BERTH_KUBERNETES_PAUSE_IMAGE: PAUSE },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

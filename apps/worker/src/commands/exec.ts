@@ -33,15 +33,28 @@ export function execCommand(program: Command, io: Io): void {
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
     .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL (default 10s)')
     .option('--log-level <level>', "Berth's own log on stderr: fatal, error, warn, info, debug, trace, silent (env BERTH_LOG_LEVEL; default warn)")
+    .option('--build-number <n>', 'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers')
     .option('--no-color', 'no colours, even on a terminal')
-    .action(async (file: string, flags: ExecFlags) => {
+    .action(async (file: string, flags: ExecFlags & { buildNumber?: string }) => {
       io.exitCode = await execPipeline(file, flags, io);
     });
 }
 
-async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
+/**
+ * The local build's number (`localOrg_localRepo_<n>`, as `vela exec` names it): 1 unless given.
+ * Two runs on one engine with the same number would fight over the same container names.
+ */
+function buildNumberOf(flag: string | undefined, env: NodeJS.ProcessEnv): number {
+  const raw = flag ?? env.BERTH_BUILD_NUMBER ?? '1';
+  const where = flag !== undefined ? '--build-number' : 'BERTH_BUILD_NUMBER';
+  if (!/^[1-9]\d{0,14}$/.test(raw.trim())) throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`, EXIT.usage);
+  return Number(raw.trim());
+}
+
+async function execPipeline(file: string, flags: ExecFlags & { buildNumber?: string }, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = parseExecConfig(flags, io.env, io.cwd);
+  const buildNumber = buildNumberOf(flags.buildNumber, io.env);
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
   const logger = createLogger(io, config.logLevel, config.color);
@@ -52,7 +65,7 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
     builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE },
   });
 
-  const compiled = compileFile(file, io.cwd, { secrets, environment });
+  const compiled = compileFile(file, io.cwd, { secrets, environment, identity: { org: '', repo: '', number: buildNumber, local: true } });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
