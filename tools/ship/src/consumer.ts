@@ -48,7 +48,17 @@ export const runtime = defineRuntime({
   name: 'mini',
   version: '0.1.0',
   contract: CONTRACT_VERSION,
-  create: (ctx, config) => engine.create(ctx, config),
+  // The in-memory engine underneath, under the plugin's own name.
+  create: async (ctx, config) => {
+    const inner = await engine.create(ctx, config);
+    return new Proxy(inner, {
+      get: (target, key) => {
+        if (key === 'name') return 'mini';
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  },
 });
 export default runtime;
 `,

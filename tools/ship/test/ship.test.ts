@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { npmInstall, runConformance, writeConsumer } from '../src/consumer.ts';
+import { MINI_PLUGIN, npmInstall, runConformance, writeConsumer } from '../src/consumer.ts';
 import { attw, packAll, publicPackages, publint, REPO_ROOT, type PackedPackage } from '../src/pack.ts';
 
 const run = promisify(execFile);
@@ -50,9 +50,9 @@ describe.each(packages.map((p) => p.name))('%s as packed', (name) => {
 
   it('has no workspace: or catalog: range and no source-only export condition', async () => {
     const manifest = await manifestIn(tarballOf(name));
-    const text = JSON.stringify(manifest);
-    expect(text).not.toMatch(/"(workspace|catalog):/);
-    expect(text).not.toContain('@berth/source');
+    const ranges = JSON.stringify([manifest.dependencies, manifest.peerDependencies, manifest.optionalDependencies]);
+    expect(ranges).not.toMatch(/"(workspace|catalog):/);
+    expect(JSON.stringify(manifest.exports)).not.toContain('@berth/source');
     expect(manifest).toHaveProperty('repository');
     expect(manifest.license).toBe('Apache-2.0');
   });
@@ -97,6 +97,18 @@ describe('a consumer project outside the workspace', () => {
       expect(copies, name).toHaveLength(1);
     }
   });
+
+  it('berth exec loads the outside plugin by its path and runs an example on it', async () => {
+    const plugin = path.join(consumer, 'node_modules', MINI_PLUGIN, 'index.js');
+    const { stdout } = await run(process.execPath, [path.join(REPO_ROOT, 'apps/worker/bin/berth.js'), 'exec', '--runtime', plugin, path.join(REPO_ROOT, 'examples/hello.yml')], {
+      cwd: consumer,
+      env: { ...process.env, NO_COLOR: '1', NODE_OPTIONS: '' },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    expect(stdout).toMatch(/^build \S+ on mini/m);
+    expect(stdout).toContain('hello from Berth');
+    expect(stdout).toMatch(/build \S+ ✓ success/);
+  }, 120_000);
 
   it('runs the conformance suite green against a plugin of its own', async () => {
     const { report, output } = await runConformance(consumer);
