@@ -3,23 +3,10 @@
  * does — create, plan, assemble, exec, stream, destroy — and reports status and logs.
  */
 import { hostname } from 'node:os';
-import {
-  afterFunc,
-  background,
-  type CancelFunc,
-  Channel,
-  type Context,
-  DeadlineExceeded,
-  errOf,
-  isContextError,
-  TaskGroup,
-  withCancel,
-  withDelayedCancel,
-  withoutCancel,
-  withTimeout,
-} from '@berth/context';
+import { background, Channel, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel, withTimeout } from '@berth/context';
 import { applyScript, type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
+import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
@@ -97,78 +84,6 @@ export interface StreamRequest {
   kind: 'step' | 'service';
   container: Container;
   stream: (ctx: Context, container: Container) => Promise<void>;
-}
-
-/** The contexts of one build (see ARCHITECTURE.md, "The contexts of one build"). */
-export interface BuildContexts {
-  /** Cancelled by {@link Executor.cancelBuild}, by the parent, or by `release`. */
-  readonly build: Context;
-  /** `withTimeout(build, timeout)`: create, plan, assemble, exec. */
-  readonly exec: Context;
-  /** `withDelayedCancel(build, log-streaming grace)`: streamBuild and every log stream. */
-  readonly stream: Context;
-  /**
-   * `withoutCancel(build)`: destroyBuild runs under it whatever ended the build. It has no limit of
-   * its own: destroyBuild bounds each removal by the cleanup budget.
-   */
-  readonly destroy: () => Context;
-  /**
-   * The build is over: cancels the build ctx, so exec ends and log streams still running get the
-   * log-streaming grace. Does not count as a cancel of the build.
-   */
-  readonly end: () => void;
-  /** Cancels every context of the build now and clears their timers. Call it last. */
-  readonly release: () => void;
-}
-
-/** The cause `release()` cancels the build ctx with: the build is over, nobody cancelled it. */
-const RELEASED = new Error('the build is over');
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Nobody may be waiting: never an unhandled rejection.
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
-
-/** Resolves with `promise`, or rejects with `ctx`'s error when it is done first; leaves no listener. */
-function untilDone<T>(ctx: Context, promise: Promise<T>): Promise<T> {
-  if (ctx.signal.aborted) return Promise.reject(errOf(ctx));
-  return new Promise<T>((resolve, reject) => {
-    const stop = afterFunc(ctx, () => reject(errOf(ctx)));
-    promise.then(
-      (value) => {
-        stop();
-        resolve(value);
-      },
-      (error: unknown) => {
-        stop();
-        // Passes on whatever `promise` rejected with.
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-        reject(error);
-      },
-    );
-  });
-}
-
-/** Waits for `promise` (never rejects) or for `ctx` to be done, whichever comes first. */
-async function settleWithin(ctx: Context, promise: Promise<void>): Promise<void> {
-  try {
-    await untilDone(ctx, promise);
-  } catch {
-    // Done either way.
-  }
 }
 
 /** `1h 2m 3s`, `2.5s`, `150ms`. */
@@ -283,7 +198,7 @@ export class Executor {
   /** The stream ctx (contexts() or streamBuild's): stream requests are accepted while it lives. */
   #streamCtx: Context | undefined;
   #execCtx: Context | undefined;
-  #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
+  #contexts: BuildContextState | undefined;
   #unregisterEvents: (() => void) | undefined;
   #execDone = false;
   #initChain: Promise<void> = Promise.resolve();
@@ -314,34 +229,15 @@ export class Executor {
 
   /**
    * Makes the build's contexts under `parent` (the worker's root ctx): build, exec (build
-   * timeout), stream (log-streaming grace after a cancel) and destroy (cleanup limit). Cancelling
-   * the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
+   * timeout), stream (log-streaming grace once the build ctx ends) and destroy (detached).
+   * Cancelling the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
    */
   contexts(parent: Context): BuildContexts {
-    const [build, cancel] = withCancel(parent);
-    const [exec, cancelExec] = withTimeout(build, this.#timeoutMs);
-    const [stream, cancelStream] = withDelayedCancel(build, this.#options.logStreamingGraceMs ?? 60_000);
-    const state = { build, cancel, released: false };
+    const { contexts, state } = makeBuildContexts(parent, { timeoutMs: this.#timeoutMs, logStreamingGraceMs: this.#options.logStreamingGraceMs ?? 60_000 });
     this.#contexts = state;
-    this.#streamCtx = stream;
-    this.#reportCtx = withoutCancel(build);
-    const destroy = withoutCancel(build);
-    return {
-      build,
-      exec,
-      stream,
-      destroy: () => destroy,
-      end() {
-        state.released = true;
-        cancel(RELEASED);
-      },
-      release() {
-        state.released = true;
-        cancelExec();
-        cancelStream();
-        cancel(RELEASED);
-      },
-    };
+    this.#streamCtx = contexts.stream;
+    this.#reportCtx = withoutCancel(contexts.build);
+    return contexts;
   }
 
   /**
