@@ -7,6 +7,7 @@ import { background, Channel, type Context, DeadlineExceeded, errOf, isContextEr
 import { applyScript, type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
+import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
@@ -15,7 +16,7 @@ import { LogWriter, pumpLog } from './log/log-writer.ts';
 import { maskText } from './log/masker.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
 import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
-import { isFinal, KILLED_EXIT_CODE, type Status, statusOfExit } from './status.ts';
+import { isFinal, type Status, statusOfExit } from './status.ts';
 
 /** Where the executor writes what it does, for the worker's own log. All optional. */
 export interface ExecutorLogger {
@@ -86,17 +87,6 @@ export interface StreamRequest {
   stream: (ctx: Context, container: Container) => Promise<void>;
 }
 
-/** `1h 2m 3s`, `2.5s`, `150ms`. */
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
-  const s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const rest = s % 60;
-  return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', rest > 0 ? `${rest}s` : ''].filter(Boolean).join(' ');
-}
-
 const INIT_NAME = 'init';
 const INIT_IMAGE = '#init';
 /** Environment variables whose values are credentials, masked in the container's log. */
@@ -150,8 +140,6 @@ class ContainerRun {
   }
 }
 
-/** Why running work stopped when its ctx ended. */
-type Interruption = 'canceled' | 'timeout' | 'stopped';
 
 /** A copy of the build the executor may change (environment, exit codes), without stage promises. */
 function copyBuild(build: Build): Build {
@@ -485,7 +473,7 @@ export class Executor {
         });
       }
       if (!isFinal(this.#init.status)) {
-        this.#init.status = this.#canceled ? 'canceled' : 'failure';
+        this.#init.status = initFailureStatus(this.#canceled);
         this.#init.finished = Date.now();
         this.#init.error ??= this.#error;
         await this.#reportStep(this.#init);
@@ -724,42 +712,35 @@ export class Executor {
     }
   }
 
-  #markInterrupted(run: ContainerRun, why: Interruption): void {
+  #markInterrupted(run: ContainerRun, why: Interruption | Outcome): void {
     run.finished = Date.now();
     run.started ??= run.finished;
-    run.exitCode = KILLED_EXIT_CODE;
-    if (why === 'canceled') {
-      run.status = 'canceled';
-      run.error = 'the build was canceled';
-    } else if (why === 'timeout') {
-      run.status = 'failure';
-      run.error = `the build timed out after ${formatDuration(this.#timeoutMs)}`;
-    } else {
-      run.status = 'killed';
-      run.error = 'stopped: another stage of the build could not complete';
-    }
+    this.#apply(run, typeof why === 'string' ? interruptedOutcome(why, this.#timeoutMs) : why);
   }
 
-  /** Why work under `ctx` (now done) stopped. */
+  #apply(run: ContainerRun, outcome: Outcome): void {
+    run.status = outcome.status;
+    if (outcome.exitCode !== undefined) run.exitCode = outcome.exitCode;
+    if (outcome.error !== undefined) run.error = outcome.error;
+  }
+
+  /** Why work under `ctx` (now done) stopped (build/state.ts interruptionOf); records a cancel or a timeout. */
   #interruption(ctx: Context): Interruption {
-    if (this.#canceled) return 'canceled';
     const build = this.#contexts;
-    if (build !== undefined && !build.released && build.build.signal.aborted) {
-      this.#canceled = true;
-      this.#cancelCause = build.build.cause();
-      return 'canceled';
-    }
     const exec = this.#execCtx;
-    if (ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded) {
-      this.#timedOut = true;
-      return 'timeout';
-    }
-    if (exec !== undefined && exec.signal.aborted) {
+    const buildCanceled = build !== undefined && !build.released && build.build.signal.aborted;
+    const why = interruptionOf({
+      canceled: this.#canceled,
+      buildCanceled,
+      deadline: ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded,
+      execCanceled: exec !== undefined && exec.signal.aborted,
+    });
+    if (why === 'timeout') this.#timedOut = true;
+    if (why === 'canceled' && !this.#canceled) {
       this.#canceled = true;
-      this.#cancelCause = exec.cause();
-      return 'canceled';
+      this.#cancelCause = buildCanceled ? build.build.cause() : exec?.cause();
     }
-    return 'stopped';
+    return why;
   }
 
   /** Runs a lifecycle phase: a failure errors the init step (before exec) and the build. */
@@ -782,7 +763,7 @@ export class Executor {
   #recordFailure(ctx: Context, phase: Phase, error: unknown): void {
     if (ctx.signal.aborted) {
       const why = this.#interruption(ctx);
-      if (why === 'timeout') this.#error ??= `the build timed out after ${formatDuration(this.#timeoutMs)}`;
+      if (why === 'timeout') this.#error ??= timeoutMessage(this.#timeoutMs);
       // A cancelled build says so in its final status; anything else is the error that stopped it.
       else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
       return;
@@ -793,7 +774,7 @@ export class Executor {
   async #failInit(): Promise<void> {
     const init = this.#init;
     if (isFinal(init.status)) return;
-    init.status = this.#canceled ? 'canceled' : 'failure';
+    init.status = initFailureStatus(this.#canceled);
     init.finished = Date.now();
     init.started ??= init.finished;
     init.error = this.#error;
@@ -803,13 +784,9 @@ export class Executor {
   }
 
   #finalStatus(): Status {
-    if (this.#canceled) {
-      this.#error ??= this.#cancelCause instanceof Error ? `the build was canceled: ${this.#cancelCause.message}` : 'the build was canceled';
-      return 'canceled';
-    }
-    if (this.#error !== undefined) return 'error';
-    if (this.#status === 'pending') return 'killed';
-    return this.#failed ? 'failure' : 'success';
+    const { status, error } = finalBuildOutcome({ canceled: this.#canceled, cancelCause: this.#cancelCause, error: this.#error, status: this.#status, failed: this.#failed });
+    this.#error = error;
+    return status;
   }
 
   /**
@@ -1016,26 +993,14 @@ export class Executor {
       await remove();
     }
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
-    if (!isFinal(run.status)) {
-      if (run.status === 'running' && run.ran && (run.exited || !this.#canceled)) {
-        // Vela: a service or detached step still running when the build ended succeeded (it was
-        // stopped by the executor); one that exited reports its exit code.
-        run.status = statusOfExit(run.exitCode);
-        container.exit_code = run.exitCode;
-        if (run.status === 'failure') run.error = `exited with code ${run.exitCode}`;
-        run.finished = Date.now();
-      } else if (run.status === 'running') {
-        this.#markInterrupted(run, this.#canceled ? 'canceled' : this.#timedOut ? 'timeout' : 'stopped');
-      } else if (this.#canceled) {
-        run.status = 'canceled';
-        run.error = 'the build was canceled';
-      } else if (this.#error !== undefined || this.#timedOut) {
-        // Vela: a step the build never reached because it errored or timed out is killed.
-        run.status = 'killed';
-        run.exitCode = KILLED_EXIT_CODE;
-        run.finished = Date.now();
+    const outcome = unfinishedOutcome(run, { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs: this.#timeoutMs });
+    if (outcome !== undefined) {
+      if (outcome.how === 'interrupted') {
+        this.#markInterrupted(run, outcome);
       } else {
-        run.status = 'skipped';
+        this.#apply(run, outcome);
+        if (outcome.how === 'ended') container.exit_code = run.exitCode;
+        if (outcome.how === 'ended' || outcome.status === 'killed') run.finished = Date.now();
       }
       await this.#reportStep(run);
     }
