@@ -4,18 +4,18 @@
  */
 import { hostname } from 'node:os';
 import { background, Channel, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel, withTimeout } from '@berth/context';
-import { applyScript, type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
+import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
+import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
 import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
 import { LogWriter, pumpLog } from './log/log-writer.ts';
-import { maskText } from './log/masker.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
-import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
+import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
 
 /** Where the executor writes what it does, for the worker's own log. All optional. */
@@ -89,8 +89,6 @@ export interface StreamRequest {
 
 const INIT_NAME = 'init';
 const INIT_IMAGE = '#init';
-/** Environment variables whose values are credentials, masked in the container's log. */
-const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
 
 /** What the executor knows about one container of the build (or the init step). */
 class ContainerRun {
@@ -796,23 +794,17 @@ export class Executor {
    * container may not have are withheld and noted at the head of its log.
    */
   #prepareEnvironment(run: ContainerRun): void {
-    const container = run.container;
-    const env = container.environment;
-    if (this.#options.environment !== undefined) Object.assign(env, this.#options.environment(container));
-    env['VELA_DISTRIBUTION'] = 'linux';
-    env['VELA_HOST'] = this.#host;
-    env['VELA_RUNTIME'] = this.runtime.name;
-    env['VELA_VERSION'] = this.#options.version ?? 'unknown';
-    this.#injectSecrets(run, 'substitutable');
-    // A step's commands become the build script (base64, so substitution leaves it alone); a
-    // service keeps its commands, as in Vela.
-    if (run.kind !== 'service' && container.commands.length > 0) Object.assign(container, applyScript(container));
-    substituteContainer(container);
-    this.#injectSecrets(run, 'protected');
+    const vars = { host: this.#host, runtime: this.runtime.name, version: this.#options.version ?? 'unknown', ...(this.#options.environment === undefined ? {} : { environment: this.#options.environment }) };
+    this.#note(run, prepareEnvironment(run.container, run.kind, vars, this.#secrets));
   }
 
   #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets): void {
-    for (const note of injectSecrets(run.container, secrets, set)) {
+    this.#note(run, injectSecrets(run.container, secrets, set));
+  }
+
+  /** Secrets withheld from the container: noted at the head of its log, and warned about. */
+  #note(run: ContainerRun, notes: readonly string[]): void {
+    for (const note of notes) {
       run.notes.push(note);
       this.#log.warn?.(`${run.kind} ${run.container.name}: ${note}`);
     }
@@ -840,9 +832,7 @@ export class Executor {
    * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
    */
   #mask(text: string): string {
-    const values = this.#secretValues();
-    for (const run of [this.#init, ...this.#runs.values()]) values.push(...credentialsOf(run.container));
-    return values.length === 0 ? text : maskText(text, values);
+    return maskSecrets(text, this.#secretValues(), [this.#init, ...this.#runs.values()].map((run) => run.container));
   }
 
   /** An ExecutorError for a failure: masked, and without a cause when the cause quotes a secret. */
@@ -1029,16 +1019,6 @@ export class Executor {
       this.#log.warn?.(`reporter buildStatus: ${messageOf(error)}`);
     }
   }
-}
-
-/** The values of the container's credential variables (CREDENTIAL_ENV) that are set. */
-function credentialsOf(container: Container): string[] {
-  const values: string[] = [];
-  for (const name of CREDENTIAL_ENV) {
-    const value = container.environment[name];
-    if (value !== undefined && value !== '') values.push(value);
-  }
-  return values;
 }
 
 /** `logger` with every message masked by `mask` first. */
