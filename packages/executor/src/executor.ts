@@ -3,32 +3,20 @@
  * does — create, plan, assemble, exec, stream, destroy — and reports status and logs.
  */
 import { hostname } from 'node:os';
-import {
-  afterFunc,
-  background,
-  type CancelFunc,
-  Channel,
-  type Context,
-  DeadlineExceeded,
-  errOf,
-  isContextError,
-  TaskGroup,
-  withCancel,
-  withDelayedCancel,
-  withoutCancel,
-  withTimeout,
-} from '@berth/context';
-import { applyScript, type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
+import { background, Channel, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel, withTimeout } from '@berth/context';
+import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
+import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
+import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
+import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
 import { LogWriter, pumpLog } from './log/log-writer.ts';
-import { maskText } from './log/masker.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
-import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, substituteContainer, toLoadedSecret } from './secrets.ts';
-import { isFinal, KILLED_EXIT_CODE, type Status, statusOfExit } from './status.ts';
+import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
+import { isFinal, type Status, statusOfExit } from './status.ts';
 
 /** Where the executor writes what it does, for the worker's own log. All optional. */
 export interface ExecutorLogger {
@@ -99,93 +87,8 @@ export interface StreamRequest {
   stream: (ctx: Context, container: Container) => Promise<void>;
 }
 
-/** The contexts of one build (see ARCHITECTURE.md, "The contexts of one build"). */
-export interface BuildContexts {
-  /** Cancelled by {@link Executor.cancelBuild}, by the parent, or by `release`. */
-  readonly build: Context;
-  /** `withTimeout(build, timeout)`: create, plan, assemble, exec. */
-  readonly exec: Context;
-  /** `withDelayedCancel(build, log-streaming grace)`: streamBuild and every log stream. */
-  readonly stream: Context;
-  /**
-   * `withoutCancel(build)`: destroyBuild runs under it whatever ended the build. It has no limit of
-   * its own: destroyBuild bounds each removal by the cleanup budget.
-   */
-  readonly destroy: () => Context;
-  /**
-   * The build is over: cancels the build ctx, so exec ends and log streams still running get the
-   * log-streaming grace. Does not count as a cancel of the build.
-   */
-  readonly end: () => void;
-  /** Cancels every context of the build now and clears their timers. Call it last. */
-  readonly release: () => void;
-}
-
-/** The cause `release()` cancels the build ctx with: the build is over, nobody cancelled it. */
-const RELEASED = new Error('the build is over');
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Nobody may be waiting: never an unhandled rejection.
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
-
-/** Resolves with `promise`, or rejects with `ctx`'s error when it is done first; leaves no listener. */
-function untilDone<T>(ctx: Context, promise: Promise<T>): Promise<T> {
-  if (ctx.signal.aborted) return Promise.reject(errOf(ctx));
-  return new Promise<T>((resolve, reject) => {
-    const stop = afterFunc(ctx, () => reject(errOf(ctx)));
-    promise.then(
-      (value) => {
-        stop();
-        resolve(value);
-      },
-      (error: unknown) => {
-        stop();
-        // Passes on whatever `promise` rejected with.
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-        reject(error);
-      },
-    );
-  });
-}
-
-/** Waits for `promise` (never rejects) or for `ctx` to be done, whichever comes first. */
-async function settleWithin(ctx: Context, promise: Promise<void>): Promise<void> {
-  try {
-    await untilDone(ctx, promise);
-  } catch {
-    // Done either way.
-  }
-}
-
-/** `1h 2m 3s`, `2.5s`, `150ms`. */
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
-  const s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const rest = s % 60;
-  return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', rest > 0 ? `${rest}s` : ''].filter(Boolean).join(' ');
-}
-
 const INIT_NAME = 'init';
 const INIT_IMAGE = '#init';
-/** Environment variables whose values are credentials, masked in the container's log. */
-const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
 
 /** What the executor knows about one container of the build (or the init step). */
 class ContainerRun {
@@ -235,8 +138,6 @@ class ContainerRun {
   }
 }
 
-/** Why running work stopped when its ctx ended. */
-type Interruption = 'canceled' | 'timeout' | 'stopped';
 
 /** A copy of the build the executor may change (environment, exit codes), without stage promises. */
 function copyBuild(build: Build): Build {
@@ -283,7 +184,7 @@ export class Executor {
   /** The stream ctx (contexts() or streamBuild's): stream requests are accepted while it lives. */
   #streamCtx: Context | undefined;
   #execCtx: Context | undefined;
-  #contexts: { build: Context; cancel: CancelFunc; released: boolean } | undefined;
+  #contexts: BuildContextState | undefined;
   #unregisterEvents: (() => void) | undefined;
   #execDone = false;
   #initChain: Promise<void> = Promise.resolve();
@@ -314,34 +215,15 @@ export class Executor {
 
   /**
    * Makes the build's contexts under `parent` (the worker's root ctx): build, exec (build
-   * timeout), stream (log-streaming grace after a cancel) and destroy (cleanup limit). Cancelling
-   * the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
+   * timeout), stream (log-streaming grace once the build ctx ends) and destroy (detached).
+   * Cancelling the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
    */
   contexts(parent: Context): BuildContexts {
-    const [build, cancel] = withCancel(parent);
-    const [exec, cancelExec] = withTimeout(build, this.#timeoutMs);
-    const [stream, cancelStream] = withDelayedCancel(build, this.#options.logStreamingGraceMs ?? 60_000);
-    const state = { build, cancel, released: false };
+    const { contexts, state } = makeBuildContexts(parent, { timeoutMs: this.#timeoutMs, logStreamingGraceMs: this.#options.logStreamingGraceMs ?? 60_000 });
     this.#contexts = state;
-    this.#streamCtx = stream;
-    this.#reportCtx = withoutCancel(build);
-    const destroy = withoutCancel(build);
-    return {
-      build,
-      exec,
-      stream,
-      destroy: () => destroy,
-      end() {
-        state.released = true;
-        cancel(RELEASED);
-      },
-      release() {
-        state.released = true;
-        cancelExec();
-        cancelStream();
-        cancel(RELEASED);
-      },
-    };
+    this.#streamCtx = contexts.stream;
+    this.#reportCtx = withoutCancel(contexts.build);
+    return contexts;
   }
 
   /**
@@ -589,7 +471,7 @@ export class Executor {
         });
       }
       if (!isFinal(this.#init.status)) {
-        this.#init.status = this.#canceled ? 'canceled' : 'failure';
+        this.#init.status = initFailureStatus(this.#canceled);
         this.#init.finished = Date.now();
         this.#init.error ??= this.#error;
         await this.#reportStep(this.#init);
@@ -828,42 +710,35 @@ export class Executor {
     }
   }
 
-  #markInterrupted(run: ContainerRun, why: Interruption): void {
+  #markInterrupted(run: ContainerRun, why: Interruption | Outcome): void {
     run.finished = Date.now();
     run.started ??= run.finished;
-    run.exitCode = KILLED_EXIT_CODE;
-    if (why === 'canceled') {
-      run.status = 'canceled';
-      run.error = 'the build was canceled';
-    } else if (why === 'timeout') {
-      run.status = 'failure';
-      run.error = `the build timed out after ${formatDuration(this.#timeoutMs)}`;
-    } else {
-      run.status = 'killed';
-      run.error = 'stopped: another stage of the build could not complete';
-    }
+    this.#apply(run, typeof why === 'string' ? interruptedOutcome(why, this.#timeoutMs) : why);
   }
 
-  /** Why work under `ctx` (now done) stopped. */
+  #apply(run: ContainerRun, outcome: Outcome): void {
+    run.status = outcome.status;
+    if (outcome.exitCode !== undefined) run.exitCode = outcome.exitCode;
+    if (outcome.error !== undefined) run.error = outcome.error;
+  }
+
+  /** Why work under `ctx` (now done) stopped (build/state.ts interruptionOf); records a cancel or a timeout. */
   #interruption(ctx: Context): Interruption {
-    if (this.#canceled) return 'canceled';
     const build = this.#contexts;
-    if (build !== undefined && !build.released && build.build.signal.aborted) {
-      this.#canceled = true;
-      this.#cancelCause = build.build.cause();
-      return 'canceled';
-    }
     const exec = this.#execCtx;
-    if (ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded) {
-      this.#timedOut = true;
-      return 'timeout';
-    }
-    if (exec !== undefined && exec.signal.aborted) {
+    const buildCanceled = build !== undefined && !build.released && build.build.signal.aborted;
+    const why = interruptionOf({
+      canceled: this.#canceled,
+      buildCanceled,
+      deadline: ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded,
+      execCanceled: exec !== undefined && exec.signal.aborted,
+    });
+    if (why === 'timeout') this.#timedOut = true;
+    if (why === 'canceled' && !this.#canceled) {
       this.#canceled = true;
-      this.#cancelCause = exec.cause();
-      return 'canceled';
+      this.#cancelCause = buildCanceled ? build.build.cause() : exec?.cause();
     }
-    return 'stopped';
+    return why;
   }
 
   /** Runs a lifecycle phase: a failure errors the init step (before exec) and the build. */
@@ -886,7 +761,7 @@ export class Executor {
   #recordFailure(ctx: Context, phase: Phase, error: unknown): void {
     if (ctx.signal.aborted) {
       const why = this.#interruption(ctx);
-      if (why === 'timeout') this.#error ??= `the build timed out after ${formatDuration(this.#timeoutMs)}`;
+      if (why === 'timeout') this.#error ??= timeoutMessage(this.#timeoutMs);
       // A cancelled build says so in its final status; anything else is the error that stopped it.
       else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
       return;
@@ -897,7 +772,7 @@ export class Executor {
   async #failInit(): Promise<void> {
     const init = this.#init;
     if (isFinal(init.status)) return;
-    init.status = this.#canceled ? 'canceled' : 'failure';
+    init.status = initFailureStatus(this.#canceled);
     init.finished = Date.now();
     init.started ??= init.finished;
     init.error = this.#error;
@@ -907,13 +782,9 @@ export class Executor {
   }
 
   #finalStatus(): Status {
-    if (this.#canceled) {
-      this.#error ??= this.#cancelCause instanceof Error ? `the build was canceled: ${this.#cancelCause.message}` : 'the build was canceled';
-      return 'canceled';
-    }
-    if (this.#error !== undefined) return 'error';
-    if (this.#status === 'pending') return 'killed';
-    return this.#failed ? 'failure' : 'success';
+    const { status, error } = finalBuildOutcome({ canceled: this.#canceled, cancelCause: this.#cancelCause, error: this.#error, status: this.#status, failed: this.#failed });
+    this.#error = error;
+    return status;
   }
 
   /**
@@ -923,23 +794,17 @@ export class Executor {
    * container may not have are withheld and noted at the head of its log.
    */
   #prepareEnvironment(run: ContainerRun): void {
-    const container = run.container;
-    const env = container.environment;
-    if (this.#options.environment !== undefined) Object.assign(env, this.#options.environment(container));
-    env['VELA_DISTRIBUTION'] = 'linux';
-    env['VELA_HOST'] = this.#host;
-    env['VELA_RUNTIME'] = this.runtime.name;
-    env['VELA_VERSION'] = this.#options.version ?? 'unknown';
-    this.#injectSecrets(run, 'substitutable');
-    // A step's commands become the build script (base64, so substitution leaves it alone); a
-    // service keeps its commands, as in Vela.
-    if (run.kind !== 'service' && container.commands.length > 0) Object.assign(container, applyScript(container));
-    substituteContainer(container);
-    this.#injectSecrets(run, 'protected');
+    const vars = { host: this.#host, runtime: this.runtime.name, version: this.#options.version ?? 'unknown', ...(this.#options.environment === undefined ? {} : { environment: this.#options.environment }) };
+    this.#note(run, prepareEnvironment(run.container, run.kind, vars, this.#secrets));
   }
 
   #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets): void {
-    for (const note of injectSecrets(run.container, secrets, set)) {
+    this.#note(run, injectSecrets(run.container, secrets, set));
+  }
+
+  /** Secrets withheld from the container: noted at the head of its log, and warned about. */
+  #note(run: ContainerRun, notes: readonly string[]): void {
+    for (const note of notes) {
       run.notes.push(note);
       this.#log.warn?.(`${run.kind} ${run.container.name}: ${note}`);
     }
@@ -967,9 +832,7 @@ export class Executor {
    * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
    */
   #mask(text: string): string {
-    const values = this.#secretValues();
-    for (const run of [this.#init, ...this.#runs.values()]) values.push(...credentialsOf(run.container));
-    return values.length === 0 ? text : maskText(text, values);
+    return maskSecrets(text, this.#secretValues(), [this.#init, ...this.#runs.values()].map((run) => run.container));
   }
 
   /** An ExecutorError for a failure: masked, and without a cause when the cause quotes a secret. */
@@ -1120,26 +983,14 @@ export class Executor {
       await remove();
     }
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
-    if (!isFinal(run.status)) {
-      if (run.status === 'running' && run.ran && (run.exited || !this.#canceled)) {
-        // Vela: a service or detached step still running when the build ended succeeded (it was
-        // stopped by the executor); one that exited reports its exit code.
-        run.status = statusOfExit(run.exitCode);
-        container.exit_code = run.exitCode;
-        if (run.status === 'failure') run.error = `exited with code ${run.exitCode}`;
-        run.finished = Date.now();
-      } else if (run.status === 'running') {
-        this.#markInterrupted(run, this.#canceled ? 'canceled' : this.#timedOut ? 'timeout' : 'stopped');
-      } else if (this.#canceled) {
-        run.status = 'canceled';
-        run.error = 'the build was canceled';
-      } else if (this.#error !== undefined || this.#timedOut) {
-        // Vela: a step the build never reached because it errored or timed out is killed.
-        run.status = 'killed';
-        run.exitCode = KILLED_EXIT_CODE;
-        run.finished = Date.now();
+    const outcome = unfinishedOutcome(run, { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs: this.#timeoutMs });
+    if (outcome !== undefined) {
+      if (outcome.how === 'interrupted') {
+        this.#markInterrupted(run, outcome);
       } else {
-        run.status = 'skipped';
+        this.#apply(run, outcome);
+        if (outcome.how === 'ended') container.exit_code = run.exitCode;
+        if (outcome.how === 'ended' || outcome.status === 'killed') run.finished = Date.now();
       }
       await this.#reportStep(run);
     }
@@ -1168,16 +1019,6 @@ export class Executor {
       this.#log.warn?.(`reporter buildStatus: ${messageOf(error)}`);
     }
   }
-}
-
-/** The values of the container's credential variables (CREDENTIAL_ENV) that are set. */
-function credentialsOf(container: Container): string[] {
-  const values: string[] = [];
-  for (const name of CREDENTIAL_ENV) {
-    const value = container.environment[name];
-    if (value !== undefined && value !== '') values.push(value);
-  }
-  return values;
 }
 
 /** `logger` with every message masked by `mask` first. */

@@ -13,6 +13,7 @@ export { formatBytes, type LogLimits } from './log/cap.ts';
 export type { BatchOptions } from './log/batcher.ts';
 export { ExecutorError, type Phase } from './errors.ts';
 export { type RuntimeEventHandler, RuntimeEventRouter } from './events.ts';
-export { type BuildContexts, Executor, type ExecutorLogger, type ExecutorOptions, type LogOptions, type StreamRequest } from './executor.ts';
+export type { BuildContexts } from './build/contexts.ts';
+export { Executor, type ExecutorLogger, type ExecutorOptions, type LogOptions, type StreamRequest } from './executor.ts';
 export type { LoadedSecret, SecretLoader } from './secrets.ts';
 export { type BuildResult, runBuild, type RunBuildOptions } from './run-build.ts';

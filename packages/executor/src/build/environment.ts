@@ -1,0 +1,58 @@
+/**
+ * Secrets and environment of a build's containers: the variables Vela's worker sets, the secrets
+ * injected before and after substitution, and the values the executor must mask (secrets and the
+ * credentials it sets).
+ */
+import { applyScript, type Container } from '@berth/pipeline';
+import { maskText } from '../log/masker.ts';
+import { injectSecrets, type LoadedSecret, substituteContainer } from '../secrets.ts';
+
+/** Environment variables whose values are credentials, masked in logs and in every error string. */
+export const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'] as const;
+
+/** The values of the container's credential variables that are set. */
+export function credentialsOf(container: Container): string[] {
+  const values: string[] = [];
+  for (const name of CREDENTIAL_ENV) {
+    const value = container.environment[name];
+    if (value !== undefined && value !== '') values.push(value);
+  }
+  return values;
+}
+
+/** `text` with every form of every value in `secrets` and of every credential of `containers` masked. */
+export function maskSecrets(text: string, secrets: Iterable<string>, containers: Iterable<Container>): string {
+  const values = [...secrets];
+  for (const container of containers) values.push(...credentialsOf(container));
+  return values.length === 0 ? text : maskText(text, values);
+}
+
+/** The worker's variables of {@link prepareEnvironment}. */
+export interface WorkerVariables {
+  /** Laid over the container's environment first (the build's and the repo's variables). */
+  readonly environment?: (container: Container) => Readonly<Record<string, string>>;
+  readonly host: string;
+  readonly runtime: string;
+  readonly version: string;
+}
+
+/**
+ * Makes the container's environment as Vela's worker does: the build's and the worker's
+ * variables, the secrets that allow substitution, the commands as the build script (steps only;
+ * a service keeps its commands), `${NAME}` substituted in every field, then the secrets that do
+ * not allow substitution. Returns one note per secret withheld (never a value).
+ */
+export function prepareEnvironment(container: Container, kind: 'step' | 'service' | 'init', vars: WorkerVariables, secrets: ReadonlyMap<string, LoadedSecret>): string[] {
+  const env = container.environment;
+  if (vars.environment !== undefined) Object.assign(env, vars.environment(container));
+  env['VELA_DISTRIBUTION'] = 'linux';
+  env['VELA_HOST'] = vars.host;
+  env['VELA_RUNTIME'] = vars.runtime;
+  env['VELA_VERSION'] = vars.version;
+  const notes = injectSecrets(container, secrets, 'substitutable');
+  // A step's commands become the build script (base64, so substitution leaves it alone).
+  if (kind !== 'service' && container.commands.length > 0) Object.assign(container, applyScript(container));
+  substituteContainer(container);
+  notes.push(...injectSecrets(container, secrets, 'protected'));
+  return notes;
+}
