@@ -490,7 +490,15 @@ export class PodWorker {
       const spec = this.#spec(run.name);
       if (!spec || this.#stopping || !this.#sandbox) return;
       const attempt = await this.#starts.run(() => this.#startAttempt(run, spec));
-      if (attempt.kind === 'stop') return;
+      if (attempt.kind === 'stop') {
+        // Stopped between the old instance's exit and the new one's creation: that exit is final.
+        if (run.exited && !run.state.terminated) {
+          run.state = { terminated: run.exited };
+          run.exited = undefined;
+          run.restarting = false;
+        }
+        return;
+      }
       if (attempt.kind === 'failed') {
         if (await this.#startFailed(run, attempt)) continue;
         return;
