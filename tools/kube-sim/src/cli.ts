@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // kube-sim CLI: starts a kube-sim, prints the kubeconfig path, and prints the counters on exit.
 //
-//   node src/cli.ts [--port N] [--dir DIR] [--history N] [--bookmark-ms N] [--pull-backoff-ms N]
+//   node src/cli.ts [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N]
+//                   [--pull-backoff-ms N] [--relist-ms N] [--lenient knob,knob]
 
 import { parseArgs } from 'node:util';
-import { startKubeSim } from './sim.ts';
+import { startKubeSim, type LenientOptions } from './sim.ts';
 
 const { values } = parseArgs({
   options: {
@@ -13,23 +14,40 @@ const { values } = parseArgs({
     history: { type: 'string' },
     'bookmark-ms': { type: 'string' },
     'pull-backoff-ms': { type: 'string' },
+    'history-window-ms': { type: 'string' },
+    'relist-ms': { type: 'string' },
+    lenient: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 
+const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'immediateStatus', 'specImageNames', 'noEventSpamFilter'] as const;
+
 if (values.help) {
-  console.log('usage: kube-sim [--port N] [--dir DIR] [--history N] [--bookmark-ms N] [--pull-backoff-ms N]');
+  console.log('usage: kube-sim [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N] [--pull-backoff-ms N] [--relist-ms N] [--lenient knob,knob]');
+  console.log(`lenient knobs (off by default; a real kubelet has none of them): ${lenientKnobs.join(', ')}`);
   console.log('A Kubernetes API TEST DOUBLE whose pods run in Docker. Prints the kubeconfig path; Ctrl-C prints the counters and cleans up.');
   process.exit(0);
 }
 
 const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+const lenient: LenientOptions = {};
+for (const knob of (values.lenient ?? '').split(',').map((k) => k.trim()).filter(Boolean)) {
+  if (!(lenientKnobs as readonly string[]).includes(knob)) {
+    console.error(`kube-sim: unknown lenient knob "${knob}"; known: ${lenientKnobs.join(', ')}`);
+    process.exit(2);
+  }
+  lenient[knob as (typeof lenientKnobs)[number]] = true;
+}
 const sim = await startKubeSim({
   port: Number(values.port),
   ...(values.dir ? { dir: values.dir } : {}),
   ...(values.history ? { historyLimit: num(values.history) } : {}),
   ...(values['bookmark-ms'] ? { bookmarkIntervalMs: num(values['bookmark-ms']) } : {}),
   ...(values['pull-backoff-ms'] ? { imagePullBackoff: { initialMs: num(values['pull-backoff-ms']) } } : {}),
+  ...(values['history-window-ms'] ? { historyWindowMs: num(values['history-window-ms']) } : {}),
+  ...(values['relist-ms'] ? { statusRelistMs: num(values['relist-ms']) } : {}),
+  lenient,
 });
 
 console.log(`kube-sim (a Kubernetes API test double) listening on ${sim.url}`);

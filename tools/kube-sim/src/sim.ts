@@ -2,7 +2,7 @@
 
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -125,6 +125,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   }
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? (await mkdtemp(path.join(tmpdir(), 'kube-sim-')));
+  await mkdir(dir, { recursive: true });
   const tls = await generateTls(dir);
   const token = options.token ?? randomBytes(24).toString('hex');
   const instanceId = randomBytes(6).toString('hex');

@@ -99,6 +99,30 @@ describe('rule 1: restartPolicy Never after a failed image switch (pkg/kubelet/c
   });
 });
 
+describe('an image switch interrupted by deletion (kuberuntime_manager.go computePodActions: kill and start in one sync)', () => {
+  it('reports the replaced instance as terminated, not running, in the final status', async () => {
+    const slow = `docker.io/${busybox}`;
+    t.sim.faults.set({ slowPulls: { [slow]: 30_000 } });
+    try {
+      await t.core.createNamespacedPod({ namespace: ns, body: velaPod('interrupted', [{ name: 'step', image: pause }]) });
+      await waitFor('running', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'interrupted' })).status?.containerStatuses?.[0]?.state?.running);
+      const w = watchPod(t, 'interrupted');
+      await w.status;
+      await t.core.patchNamespacedPod({ namespace: ns, name: 'interrupted', body: { spec: { containers: [{ name: 'step', image: slow }] } } }, smp);
+      await waitFor('pulling', async () => (await eventsOf(t, 'interrupted')).includes(`Pulling step: Pulling image "${slow}"`));
+      await t.core.deleteNamespacedPod({ namespace: ns, name: 'interrupted', gracePeriodSeconds: 1 });
+      await waitFor('DELETED', () => w.events.some((e: { type: string }) => e.type === 'DELETED'));
+      w.close();
+      const last = w.statuses('step').at(-1);
+      expect(last?.state?.running).toBeUndefined();
+      expect(last?.state?.terminated).toBeTruthy();
+      expect(last?.image).toBe(`docker.io/${pause}`);
+    } finally {
+      t.sim.faults.set({ slowPulls: {} });
+    }
+  });
+});
+
 describe('rule 4: sequential starts and serialised pulls (kuberuntime_manager.go SyncPod; pkg/kubelet/images/puller.go serialImagePuller)', () => {
   it('keeps the pod Pending while the first container pulls; starts the next only after the first started', async () => {
     // `docker.io/berth/busybox:1.35` is the local busybox under another spelling: as a slow pull it

@@ -356,6 +356,8 @@ export class PodWorker {
     return puller.queue.run(async () => {
       const started = Date.now();
       if (slow !== undefined && local) await this.#pause(slow);
+      // A pull cut short by the pod's end leaves no image behind.
+      if (this.#abort.signal.aborted) return { reason: 'ErrImagePull', message: 'pull cancelled: the pod is terminating' };
       if (fault) {
         const reason = fault.reason === 'ImagePullBackOff' ? 'ErrImagePull' : fault.reason;
         const message = fault.message ?? `rpc error: code = Unknown desc = failed to pull and unpack image "${fullyQualified(image)}": injected by kube-sim`;
@@ -393,6 +395,7 @@ export class PodWorker {
     // A container that never ran shows the spec's image; one that ran shows its instance's.
     if (!run.dockerId) run.image = image;
     const pulled = await this.#ensureImage(run, spec);
+    if (this.#stopping) return { kind: 'stop' };
     if (!('local' in pulled)) return { kind: 'failed', ...pulled, backoff: true };
     if (this.#stopping) return { kind: 'stop' };
     let container: Docker.Container;
@@ -490,7 +493,15 @@ export class PodWorker {
       const spec = this.#spec(run.name);
       if (!spec || this.#stopping || !this.#sandbox) return;
       const attempt = await this.#starts.run(() => this.#startAttempt(run, spec));
-      if (attempt.kind === 'stop') return;
+      if (attempt.kind === 'stop') {
+        // Stopped between the old instance's exit and the new one's creation: that exit is final.
+        if (run.exited && !run.state.terminated) {
+          run.state = { terminated: run.exited };
+          run.exited = undefined;
+          run.restarting = false;
+        }
+        return;
+      }
       if (attempt.kind === 'failed') {
         if (await this.#startFailed(run, attempt)) continue;
         return;
