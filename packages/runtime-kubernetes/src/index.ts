@@ -92,6 +92,7 @@ export async function createKubernetesRuntime(ctx: Context, config: RuntimeConfi
   const podTracker = new PodTracker(api, {
     workerId: config.workerId,
     silenceMs: resolved.watchSilenceMs,
+    inactivityTimeoutMs: resolved.watchInactivityTimeoutMs,
     backoffMaxMs: resolved.watchBackoffMaxMs,
     strategy: resolved.trackerStrategy,
   });

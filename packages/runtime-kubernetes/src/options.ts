@@ -32,10 +32,18 @@ export interface KubernetesRuntimeOptions {
   pendingTimeoutMs?: number;
   /**
    * A pod or events watch that delivered nothing (not even a bookmark) for this long is restarted.
-   * Default 120 000. client-node's own 30 s inactivity timer reconnects an idle stream; this
-   * catches what it cannot (a list or reconnect that never returns).
+   * Default 120 000. client-node's inactivity timer ({@link watchInactivityTimeoutMs}) reconnects an
+   * idle stream first; this catches what it cannot (a list or reconnect that never returns).
    */
   watchSilenceMs?: number;
+  /**
+   * client-node's watch inactivity timeout: a watch stream that delivered nothing (not even a
+   * bookmark) for this long is reconnected from its resourceVersion. client-node's own 30 s is
+   * shorter than the API server's bookmark gap (about a minute: cacher.go, defaultBookmarkFrequency),
+   * so a quiet watch reconnected twice a minute. Default: 3/4 of {@link watchSilenceMs}, at least
+   * 30 000 (90 000 with the defaults). Keep it above 60 000 and below `watchSilenceMs`.
+   */
+  watchInactivityTimeoutMs?: number;
   /** The longest wait before restarting a failed watch (capped exponential backoff with jitter). Default 10 000. */
   watchBackoffMaxMs?: number;
   /** The build timeout used for `activeDeadlineSeconds` when the build's metadata has none, in minutes. Default 60 (Vela's default repo timeout). */
@@ -65,6 +73,7 @@ export interface ResolvedOptions {
   pullGraceMs: number;
   pendingTimeoutMs: number;
   watchSilenceMs: number;
+  watchInactivityTimeoutMs: number;
   watchBackoffMaxMs: number;
   buildTimeoutMinutes: number;
   deadlineMarginMs: number;
@@ -98,6 +107,12 @@ export function resolveOptions(options: KubernetesRuntimeOptions = {}): Resolved
     pullGraceMs: duration('pullGraceMs', options.pullGraceMs, 30_000),
     pendingTimeoutMs: duration('pendingTimeoutMs', options.pendingTimeoutMs, 300_000),
     watchSilenceMs: duration('watchSilenceMs', options.watchSilenceMs, 120_000, 100),
+    watchInactivityTimeoutMs: duration(
+      'watchInactivityTimeoutMs',
+      options.watchInactivityTimeoutMs,
+      Math.max(30_000, Math.round(duration('watchSilenceMs', options.watchSilenceMs, 120_000, 100) * 0.75)),
+      100,
+    ),
     watchBackoffMaxMs: duration('watchBackoffMaxMs', options.watchBackoffMaxMs, 10_000, 1),
     buildTimeoutMinutes: duration('buildTimeoutMinutes', options.buildTimeoutMinutes, 60, 1),
     deadlineMarginMs: duration('deadlineMarginMs', options.deadlineMarginMs, 300_000),

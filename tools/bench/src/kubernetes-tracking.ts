@@ -11,6 +11,12 @@
  * S ∈ {1,10,50}) takes about 35 minutes on a 2-core machine; by default only cells with
  * B×S ≤ BENCH_MAX_STEPS (default 50) run. BENCH_FULL=1 runs every cell; BENCH_B / BENCH_S (comma
  * lists) pick others.
+ *
+ * Then watch reconnects per hour of an idle worker (worker mode) with the API server's bookmark
+ * cadence (about one a minute: staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go,
+ * defaultBookmarkFrequency), with client-node's 30 s inactivity timeout and with the runtime's
+ * default: BENCH_IDLE_SECONDS (default 240) of idle per setting, 0 skips it. BENCH_RECONNECTS_ONLY=1
+ * skips the grid.
  */
 import { background, withTimeout } from '@berth/context';
 import { startKubeSim, type CountersSnapshot } from '@berth/kube-sim';
@@ -24,6 +30,8 @@ const BUILDS = list(process.env.BENCH_B, [1, 5, 20]);
 const STEPS = list(process.env.BENCH_S, [1, 10, 50]);
 const MAX_STEPS = process.env.BENCH_FULL === '1' ? Infinity : Number(process.env.BENCH_MAX_STEPS ?? 50);
 const MODES: TrackerStrategy[] = ['worker', 'build', 'container'];
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 240);
+const RECONNECTS_ONLY = process.env.BENCH_RECONNECTS_ONLY === '1';
 
 interface Cell {
   mode: TrackerStrategy;
@@ -36,11 +44,12 @@ interface Cell {
   seconds: number;
 }
 
-const sim = await startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 } });
+const sim = await startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 60_000 });
 const cells: Cell[] = [];
 const skipped: string[] = [];
+const reconnects: { setting: string; seconds: number; watchesOpened: number; perHour: number }[] = [];
 try {
-  for (const builds of BUILDS) {
+  for (const builds of RECONNECTS_ONLY ? [] : BUILDS) {
     for (const steps of STEPS) {
       if (builds * steps > MAX_STEPS) {
         skipped.push(`B=${builds} S=${steps}`);
@@ -48,6 +57,10 @@ try {
       }
       for (const mode of MODES) cells.push(await measure(mode, builds, steps));
     }
+  }
+  if (IDLE_SECONDS > 0) {
+    reconnects.push(await idle('client-node default (30 s inactivity timeout)', 30_000));
+    reconnects.push(await idle('runtime default (max(30 s, 3/4 of watchSilenceMs) = 90 s)', undefined));
   }
 } finally {
   await sim.close();
@@ -70,9 +83,16 @@ for (const worker of cells.filter((c) => c.mode === 'worker')) {
     `| ${worker.builds} | ${worker.steps} | ${ratio(build?.requestsPerBuild, worker.requestsPerBuild)} | ${ratio(container?.requestsPerBuild, worker.requestsPerBuild)} | ${worker.maxOpenWatches}, ${build?.maxOpenWatches ?? '-'}, ${container?.maxOpenWatches ?? '-'} |`,
   );
 }
+if (reconnects.length > 0) {
+  console.log(`\nwatch reconnects of an idle worker (pods + events watches), bookmarks every 60 s, ${IDLE_SECONDS} s per setting\n`);
+  console.log('| inactivity timeout | watches opened after the first two | reconnects / hour |');
+  console.log('| --- | ---: | ---: |');
+  for (const r of reconnects) console.log(`| ${r.setting} | ${r.watchesOpened} | ${r.perHour.toFixed(0)} |`);
+}
 if (skipped.length > 0) console.log(`\nnot run (B×S > ${MAX_STEPS}; BENCH_FULL=1 runs them): ${skipped.join(', ')}`);
-const target = cells.filter((c) => c.mode === 'worker').every((c) => c.maxOpenWatches <= 2 && c.podGetListPerBuild === 0);
-console.log(`\ntarget (worker mode: at most 1 pods watch + 1 events watch open, no per-step pod GET or LIST): ${target ? 'met' : 'NOT met'}`);
+const workerCells = cells.filter((c) => c.mode === 'worker');
+const target = workerCells.length > 0 && workerCells.every((c) => c.maxOpenWatches <= 2 && c.podGetListPerBuild === 0);
+if (workerCells.length > 0) console.log(`\ntarget (worker mode: at most 1 pods watch + 1 events watch open, no per-step pod GET or LIST): ${target ? 'met' : 'NOT met'}`);
 
 function ratio(a: number | undefined, b: number): string {
   return a === undefined ? '-' : `${(a / b).toFixed(2)}x`;
@@ -116,5 +136,28 @@ async function measure(mode: TrackerStrategy, builds: number, steps: number): Pr
     await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
     await runtime.close();
     cancel();
+  }
+}
+
+/** Watch reconnects of an idle worker-mode runtime over IDLE_SECONDS, scaled to one hour. */
+async function idle(setting: string, inactivityMs: number | undefined): Promise<{ setting: string; seconds: number; watchesOpened: number; perHour: number }> {
+  const [ctx, cancel] = withTimeout(background(), 60_000);
+  const runtime = await createKubernetesRuntime(ctx, { workerId: `bench-idle-${inactivityMs ?? 'default'}` }, {
+    kubeconfig: sim.kubeconfig,
+    pauseImage: PAUSE,
+    ...(inactivityMs === undefined ? {} : { watchInactivityTimeoutMs: inactivityMs }),
+  });
+  cancel();
+  try {
+    // The first list and watch of each informer happen in create(); let the watches open, then count.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    sim.counters.reset();
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+    const watchesOpened = sim.counters.snapshot().watches.opened;
+    const perHour = (watchesOpened * 3600) / IDLE_SECONDS;
+    console.error(`[kubernetes-tracking] idle, ${setting}: ${watchesOpened} watches opened in ${IDLE_SECONDS} s, ${perHour.toFixed(0)} / hour`);
+    return { setting, seconds: IDLE_SECONDS, watchesOpened, perHour };
+  } finally {
+    await runtime.close();
   }
 }

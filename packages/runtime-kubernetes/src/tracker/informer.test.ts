@@ -1,6 +1,7 @@
 import type { KubernetesListObject, V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type FakeApi, type FakeRequest, json, podObject, startFakeApi } from '../../test/fake-api.ts';
+import { resolveOptions } from '../options.ts';
 import { Informer, type InformerOptions, trimPod } from './informer.ts';
 
 const PATH = '/api/v1/namespaces/ns/pods';
@@ -86,6 +87,42 @@ describe('Informer', () => {
     expect(cached?.metadata?.managedFields).toBeUndefined();
     expect(cached?.spec).toBeUndefined();
     expect(JSON.stringify(h.upserts)).not.toContain('hunter2');
+  });
+
+  it('reconnects a silent watch after the inactivity timeout it was given, from its resourceVersion, without a relist', async () => {
+    // client-node's Watch reconnects after 30 s without data; the API server sends a bookmark about
+    // once a minute (staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go, defaultBookmarkFrequency),
+    // so the runtime sets the timeout itself (issue 14).
+    const h = await harness(
+      ({ url, res }) => {
+        if (url.searchParams.get('watch') !== 'true') return list(res, '3');
+        openStream(res);
+      },
+      { inactivityTimeoutMs: 300 },
+    );
+    h.informer.start();
+    await eventually(() => h.watches().length >= 2, 3_000);
+    expect(h.lists(), 'a timeout resumes, it does not relist').toHaveLength(1);
+    expect(h.watches()[1]?.url.searchParams.get('resourceVersion')).toBe('3');
+  });
+
+  it('keeps a watch open past client-node\'s 30 s when bookmarks come every minute: the default timeout is above 60 s', () => {
+    expect(resolveOptions().watchInactivityTimeoutMs).toBeGreaterThan(60_000);
+    expect(resolveOptions().watchInactivityTimeoutMs).toBeLessThan(resolveOptions().watchSilenceMs);
+  });
+
+  it('caches nothing with cache: false, and still hands every object over', async () => {
+    const h = await harness(
+      ({ url, res }) => {
+        if (url.searchParams.get('watch') !== 'true') return list(res, '10', Array.from({ length: 100 }, (_, i) => podObject(`p${i}`, '9')));
+        const send = openStream(res);
+        for (let i = 0; i < 100; i++) send('ADDED', podObject(`w${i}`, String(11 + i)));
+      },
+      { cache: false },
+    );
+    h.informer.start();
+    await eventually(() => h.upserts.length === 200);
+    expect(h.informer.list()).toHaveLength(0);
   });
 
   it('start() twice opens one list and one watch', async () => {

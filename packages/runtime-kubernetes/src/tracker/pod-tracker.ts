@@ -14,6 +14,8 @@ import { Informer, type InformerStats, trimEvent, trimPod } from './informer.ts'
 export interface PodTrackerOptions {
   workerId: string;
   silenceMs: number;
+  /** client-node's watch inactivity timeout (see KubernetesRuntimeOptions.watchInactivityTimeoutMs). */
+  inactivityTimeoutMs?: number;
   backoffMaxMs: number;
   /** `worker` (the design), or the benchmark's comparison modes `build` and `container`. */
   strategy: TrackerStrategy;
@@ -177,6 +179,7 @@ export class PodTracker {
           ),
         trim: trimPod,
         silenceMs: this.options.silenceMs,
+        ...(this.options.inactivityTimeoutMs === undefined ? {} : { inactivityTimeoutMs: this.options.inactivityTimeoutMs }),
         backoffMaxMs: this.options.backoffMaxMs,
         listTimeoutMs: api.requestTimeoutMs,
         ...(this.#configure() ? { configureRequest: this.#configure() } : {}),
@@ -210,6 +213,7 @@ export class PodTracker {
         // shared namespace (issue 14). The BuildTracker keeps what its pod needs.
         cache: false,
         silenceMs: this.options.silenceMs,
+        ...(this.options.inactivityTimeoutMs === undefined ? {} : { inactivityTimeoutMs: this.options.inactivityTimeoutMs }),
         backoffMaxMs: this.options.backoffMaxMs,
         listTimeoutMs: api.requestTimeoutMs,
         ...(this.#configure() ? { configureRequest: this.#configure() } : {}),
