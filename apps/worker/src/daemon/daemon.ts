@@ -5,7 +5,7 @@
 import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
 import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
-import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -666,6 +666,16 @@ export class Daemon {
       serverAddr: this.config.server.addr,
       logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
     });
+    // executor.enforce-trusted-repos (go-vela/worker executor/linux/step.go ExecStep ~197–205,
+    // service.go ExecService, build.go for secret origins): an untrusted repo may not run an image
+    // the privileged allowlist names. Go errors the step when it is about to run; Berth errors the
+    // build while assembling it (each container's environment is laid then), before anything runs.
+    const guarded = this.config.executor.enforceTrustedRepos && vb.repo.trusted !== true ? this.config.runtime.privilegedImages : [];
+    const untrustedPrivileged = (image: string): void => {
+      if (guarded.length > 0 && isPrivilegedImage(image, guarded)) {
+        throw new Error(`attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`);
+      }
+    };
     const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
     const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
     let result: BuildResult | undefined;
@@ -681,7 +691,10 @@ export class Daemon {
         ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
         ruleData: ruleDataOf(vb),
         loadSecret: velaSecretLoader(client, { org, name }),
-        environment: (container) => ({ ...environment(container), ...scm.environment(container) }),
+        environment: (container) => {
+          untrustedPrivileged(container.image);
+          return { ...environment(container), ...scm.environment(container) };
+        },
         events: this.#events,
         host: this.workerId,
         version: this.version,
