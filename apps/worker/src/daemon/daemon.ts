@@ -619,7 +619,10 @@ export class Daemon {
     const id = item.build.id;
     const { org, name } = vb.repo;
     const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
-    if (typeof vb.enqueued === 'number' && vb.enqueued > 0) this.metrics.queueWait.observe(Math.max(0, started / 1000 - vb.enqueued));
+    // The server sets `enqueued` only after the push (S api/build/enqueue.go), so the item's build
+    // usually lacks it: fall back to `created` (set when the build was created, just before).
+    const queuedAt = typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
+    if (queuedAt !== undefined) this.metrics.queueWait.observe(Math.max(0, started / 1000 - queuedAt));
     const client = claim.client;
     const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
 
