@@ -3,7 +3,7 @@
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
 import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
+import { type BuildResult, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
 import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
@@ -18,6 +18,7 @@ import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts'
 import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { type ApiTls, createApi } from './api.ts';
+import type { Readiness, SlotEntry, WorkerApiHost } from './types.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
 import { ScmAuth } from './scm-auth.ts';
@@ -56,29 +57,6 @@ export interface DaemonOptions {
   errorBackoffMs?: number;
 }
 
-/** One build slot's current build, as the executors API shows it. */
-export interface SlotEntry {
-  slot: number;
-  /** The build as last stored by the server. */
-  build: () => VelaBuild;
-  /** The compiled pipeline without secret values or tokens. */
-  pipeline: Record<string, unknown>;
-  repo: VelaBuild['repo'];
-  executor: Executor | undefined;
-  /**
-   * A cancel that arrived before the executor existed (while the slot was starting: the worker
-   * PUT and its retries); the executor is cancelled with it as soon as it appears.
-   */
-  pendingCancel: Error | undefined;
-  /** Settles when the build is over (reported, cleaned). */
-  done: Promise<BuildResult | undefined>;
-}
-
-interface Readiness {
-  ready: boolean;
-  checks: Record<'registered' | 'queue' | 'runtime', { ok: boolean; error?: string }>;
-}
-
 const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
@@ -91,7 +69,7 @@ const nowSec = (): number => Math.floor(Date.now() / 1000);
  * address, so two daemons on one machine need different addresses. A build is never dropped
  * between pop and claim: when draining, a popped item goes back to the head of its route.
  */
-export class Daemon {
+export class Daemon implements WorkerApiHost {
   readonly config: StartConfig;
   readonly metrics = new DaemonMetrics();
   readonly credentials: WorkerCredentials;
