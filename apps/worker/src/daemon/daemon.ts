@@ -110,6 +110,7 @@ export class Daemon implements WorkerApiHost {
     this.config = options.config;
     this.log = options.logger;
     this.version = options.version;
+    this.metrics.describe({ version: options.version, buildLimit: this.config.build.limit });
     this.credentials = new WorkerCredentials({ hostname: this.config.worker.hostname, secret: this.config.server.secret });
     [this.#root, this.#cancelRoot] = withCancel(background());
     [this.#claimCtx, this.#cancelClaims] = withCancel(this.#root);
