@@ -85,6 +85,6 @@ steps:
     expect(puts).toEqual(['2:running', '2:success', '3:running', '3:success']);
     await waitFor('the pod to be gone', async () => (await podsOf(worker.hostname)).length === 0, 30_000);
     const metrics = await (await fetch(`${worker.daemon.url}/metrics`)).text();
-    expect(metrics).toMatch(/berth_worker_kubernetes_watch_restarts \d+/);
+    expect(metrics).toMatch(/berth_worker_kubernetes_watch_restarts_total \d+/);
   });
 });

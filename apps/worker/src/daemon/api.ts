@@ -5,7 +5,7 @@
 import { arch, platform } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { probeRuntime } from '../runtimes.ts';
-import type { Daemon, SlotEntry } from './daemon.ts';
+import type { SlotEntry, WorkerApiHost } from './types.ts';
 
 /** The worker API's TLS settings (server.cert, server.cert-key, server.tls-min-version). */
 export interface ApiTls {
@@ -30,7 +30,7 @@ export function versionBody(version: string): Record<string, unknown> {
   };
 }
 
-function executorJson(daemon: Daemon, entry: SlotEntry): Record<string, unknown> {
+function executorJson(daemon: WorkerApiHost, entry: SlotEntry): Record<string, unknown> {
   return { id: entry.slot, runtime: daemon.config.runtime.driver, distribution: 'linux', build: entry.build(), pipeline: entry.pipeline };
 }
 
@@ -41,7 +41,7 @@ const json = (reply: FastifyReply, status: number, body: unknown): FastifyReply 
  * validates (`GET /validate-token`): no bearer → 400 `error parsing token`, a token the server
  * refuses → 401, the server unreachable → 500 `error validating token`, as go-vela/worker answers.
  */
-export function createApi(daemon: Daemon, options: { tls?: ApiTls } = {}): FastifyInstance {
+export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {}): FastifyInstance {
   const base = { logger: false, bodyLimit: 64 * 1024, return503OnClosing: true } as const;
   // go-vela/worker cmd/vela-worker/server.go: TLS with the worker's certificate and key when the
   // worker address is https, with tls.Config MinVersion from server.tls-min-version.

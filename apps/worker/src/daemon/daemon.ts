@@ -3,9 +3,9 @@
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
 import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Executor, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
+import { type BuildResult, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
-import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -18,6 +18,7 @@ import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts'
 import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { type ApiTls, createApi } from './api.ts';
+import type { Readiness, SlotEntry, WorkerApiHost } from './types.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
 import { ScmAuth } from './scm-auth.ts';
@@ -56,29 +57,6 @@ export interface DaemonOptions {
   errorBackoffMs?: number;
 }
 
-/** One build slot's current build, as the executors API shows it. */
-export interface SlotEntry {
-  slot: number;
-  /** The build as last stored by the server. */
-  build: () => VelaBuild;
-  /** The compiled pipeline without secret values or tokens. */
-  pipeline: Record<string, unknown>;
-  repo: VelaBuild['repo'];
-  executor: Executor | undefined;
-  /**
-   * A cancel that arrived before the executor existed (while the slot was starting: the worker
-   * PUT and its retries); the executor is cancelled with it as soon as it appears.
-   */
-  pendingCancel: Error | undefined;
-  /** Settles when the build is over (reported, cleaned). */
-  done: Promise<BuildResult | undefined>;
-}
-
-interface Readiness {
-  ready: boolean;
-  checks: Record<'registered' | 'queue' | 'runtime', { ok: boolean; error?: string }>;
-}
-
 const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
@@ -91,7 +69,7 @@ const nowSec = (): number => Math.floor(Date.now() / 1000);
  * address, so two daemons on one machine need different addresses. A build is never dropped
  * between pop and claim: when draining, a popped item goes back to the head of its route.
  */
-export class Daemon {
+export class Daemon implements WorkerApiHost {
   readonly config: StartConfig;
   readonly metrics = new DaemonMetrics();
   readonly credentials: WorkerCredentials;
@@ -132,6 +110,7 @@ export class Daemon {
     this.config = options.config;
     this.log = options.logger;
     this.version = options.version;
+    this.metrics.describe({ version: options.version, buildLimit: this.config.build.limit });
     this.credentials = new WorkerCredentials({ hostname: this.config.worker.hostname, secret: this.config.server.secret });
     [this.#root, this.#cancelRoot] = withCancel(background());
     [this.#claimCtx, this.#cancelClaims] = withCancel(this.#root);
@@ -619,7 +598,10 @@ export class Daemon {
     const id = item.build.id;
     const { org, name } = vb.repo;
     const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
-    if (typeof vb.enqueued === 'number' && vb.enqueued > 0) this.metrics.queueWait.observe(Math.max(0, started / 1000 - vb.enqueued));
+    // The server sets `enqueued` only after the push (S api/build/enqueue.go), so the item's build
+    // usually lacks it: fall back to `created` (set when the build was created, just before).
+    const queuedAt = typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
+    if (queuedAt !== undefined) this.metrics.queueWait.observe(Math.max(0, started / 1000 - queuedAt));
     const client = claim.client;
     const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
 
@@ -666,6 +648,16 @@ export class Daemon {
       serverAddr: this.config.server.addr,
       logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
     });
+    // executor.enforce-trusted-repos (go-vela/worker executor/linux/step.go ExecStep ~197–205,
+    // service.go ExecService, build.go for secret origins): an untrusted repo may not run an image
+    // the privileged allowlist names. Go errors the step when it is about to run; Berth errors the
+    // build while assembling it (each container's environment is laid then), before anything runs.
+    const guarded = this.config.executor.enforceTrustedRepos && vb.repo.trusted !== true ? this.config.runtime.privilegedImages : [];
+    const untrustedPrivileged = (image: string): void => {
+      if (guarded.length > 0 && isPrivilegedImage(image, guarded)) {
+        throw new Error(`attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`);
+      }
+    };
     const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
     const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
     let result: BuildResult | undefined;
@@ -681,7 +673,10 @@ export class Daemon {
         ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
         ruleData: ruleDataOf(vb),
         loadSecret: velaSecretLoader(client, { org, name }),
-        environment: (container) => ({ ...environment(container), ...scm.environment(container) }),
+        environment: (container) => {
+          untrustedPrivileged(container.image);
+          return { ...environment(container), ...scm.environment(container) };
+        },
         events: this.#events,
         host: this.workerId,
         version: this.version,

@@ -26,7 +26,11 @@ export class DaemonMetrics {
   readonly apiCalls: Counter<'method' | 'status'>;
   readonly runtimeErrors: Counter<'code'>;
   readonly queueItems: Counter<'result'>;
-  readonly kubernetesWatchRestarts: Gauge;
+  readonly kubernetesWatchRestarts: Counter;
+  /** The build limit (as GitLab Runner's `gitlab_runner_concurrent`). */
+  readonly buildLimit: Gauge;
+  /** Always 1, labelled with the worker's version (as GitLab Runner's `gitlab_runner_version_info`). */
+  readonly versionInfo: Gauge<'version'>;
   #watchRestarts: () => number = () => 0;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -63,18 +67,32 @@ export class DaemonMetrics {
       registers,
     });
     const read = (): number => this.#watchRestarts();
-    this.kubernetesWatchRestarts = new Gauge({
-      name: 'berth_worker_kubernetes_watch_restarts',
+    let counted = 0;
+    this.kubernetesWatchRestarts = new Counter({
+      name: 'berth_worker_kubernetes_watch_restarts_total',
       help: 'Restarts of the Kubernetes runtime pod and event watches since start (0 for other runtimes).',
       registers,
       collect() {
-        this.set(read());
+        // The runtime counts; the counter catches up at scrape time (never goes down).
+        const now = read();
+        if (now > counted) this.inc(now - counted);
+        counted = Math.max(counted, now);
       },
     });
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'berth_worker_' });
+    this.buildLimit = new Gauge({ name: 'berth_worker_build_limit', help: 'How many builds this worker runs at once (VELA_BUILD_LIMIT).', registers });
+    this.versionInfo = new Gauge({ name: 'berth_worker_version_info', help: "The worker's version, as a label; the value is always 1.", labelNames: ['version'], registers });
+    // Node's default metrics under their standard names (process_*, nodejs_*), so stock dashboards work.
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Where the watch-restart gauge reads its value at scrape time. */
+  /** Sets the build-limit gauge and the version info. */
+  describe(info: { version: string; buildLimit: number }): void {
+    this.buildLimit.set(info.buildLimit);
+    this.versionInfo.reset();
+    this.versionInfo.set({ version: info.version }, 1);
+  }
+
+  /** Where the watch-restart counter reads the runtime's count at scrape time. */
   watchRestartsFrom(read: () => number): void {
     this.#watchRestarts = read;
   }
