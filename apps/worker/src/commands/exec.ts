@@ -6,6 +6,8 @@ import type { Build } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
+import { formatResolvedConfig } from '../config/check-config.ts';
+import { addSettingOptions } from '../config/options.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
 import { createLogger } from '../logger.ts';
 import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
@@ -16,30 +18,29 @@ import { VERSION } from '../version.ts';
 
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
-  program
+  const cmd = program
     .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .option('-r, --runtime <name>', 'where containers run: docker or kubernetes (env BERTH_RUNTIME; default docker)')
-    .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (env KUBECONFIG)')
-    .option('--namespace <name>', 'namespace for --runtime kubernetes (env BERTH_NAMESPACE; default default)')
     .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
     .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
     .option('--secrets-file <file>', 'secrets as name=value lines')
-    .option('-t, --timeout <duration>', 'the build timeout: 90s, 30m, 1h (env BERTH_TIMEOUT; default 30m)')
     .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-    .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL (default 10s)')
-    .option('--log-level <level>', "Berth's own log on stderr: fatal, error, warn, info, debug, trace, silent (env BERTH_LOG_LEVEL; default warn)")
-    .option('--no-color', 'no colours, even on a terminal')
-    .action(async (file: string, flags: ExecFlags) => {
-      io.exitCode = await execPipeline(file, flags, io);
-    });
+    .option('--no-color', 'no colours, even on a terminal');
+  addSettingOptions(cmd, 'exec');
+  cmd.action(async (file: string, flags: ExecFlags) => {
+    io.exitCode = await execPipeline(file, flags, io);
+  });
 }
 
 async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = parseExecConfig(flags, io.env, io.cwd);
+  if (flags.checkConfig === true) {
+    io.stdout.write(formatResolvedConfig('exec', config.values, config.sourceOf));
+    return EXIT.ok;
+  }
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
   const logger = createLogger(io, config.logLevel, config.color);
@@ -49,7 +50,7 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
 
-  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE });
+  const descriptor: RuntimeDescriptor = selectRuntime(config.runtime, { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits });
   const color = config.color && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
   const [ctx, cancel] = withCancel(background());
