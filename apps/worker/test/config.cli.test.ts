@@ -106,6 +106,7 @@ describe('exec and start use the same names', () => {
     const help = await runCli(['exec', '--help']);
     expect(help.stdout).toContain('--runtime-config');
     expect(help.stdout).not.toMatch(/--kubeconfig|--namespace /);
+    expect(help.stdout).not.toContain('/vela/'); // exec reads no /vela file fallbacks
   });
 });
 

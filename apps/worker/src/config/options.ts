@@ -29,7 +29,8 @@ const META_GROUP = 'Configuration';
 function describe(name: SettingName, command: ConfigCommand): string {
   const spec: SettingSpec = SETTINGS[name];
   const where = [`env ${envOf(name, command).join(', ')}`];
-  if (spec.file) where.push(`file ${spec.file}`);
+  // Only `berth start` reads the /vela files (a Vela worker's install); `exec` runs on a developer's machine.
+  if (spec.file && command === 'start') where.push(`file ${spec.file}`);
   const def = defaultOf(name, command) ?? spec.defaultHelp;
   if (def !== undefined) where.push(`default ${def}`);
   return `${spec.help} (${where.join('; ')})`;

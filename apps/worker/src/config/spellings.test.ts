@@ -9,7 +9,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../test/run-cli.ts';
 import { readStartConfig } from '../vela/config.ts';
+import { createProgram } from '../main.ts';
 import { parseDotenv } from './dotenv.ts';
+import { normalizeArgs } from './options.ts';
 import { ConfigError } from './resolve.ts';
 import { type SettingName, SETTINGS, spellingsOf } from './table.ts';
 import { parseGoInt } from './values.ts';
@@ -239,5 +241,25 @@ describe('.env (godotenv autoload)', () => {
     const run = await runCli(['start'], { env: BASE, cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/\.env: unterminated quoted value/);
+  });
+});
+
+describe('normalizeArgs', () => {
+  const program = createProgram({ stdout: process.stdout, stderr: process.stderr, env: {}, cwd: process.cwd(), exitCode: 0 });
+  const exec = program.commands.find((c) => c.name() === 'exec')!;
+  it('rewrites Go spellings to the flags berth declares, and leaves values, short flags and what follows -- alone', () => {
+    expect(normalizeArgs(exec, 'exec', ['-build.timeout=5m', '--kubeconfig', '/k', '-e', '--namespace=x', '-eA=1', '-r', 'docker', 'file.yml', '--', '--timeout'])).toEqual([
+      '--build-timeout=5m',
+      '--runtime-config',
+      '/k',
+      '-e',
+      '--namespace=x',
+      '-eA=1',
+      '-r',
+      'docker',
+      'file.yml',
+      '--',
+      '--timeout',
+    ]);
   });
 });
