@@ -1,82 +1,113 @@
 import path from 'node:path';
-import { z } from 'zod';
+import { type ConfigFileError, readConfigFile } from './config/config-file.ts';
+import { type ConfigIssue, type SettingValues, ConfigError, resolveSettings } from './config/resolve.ts';
+import type { SettingName } from './config/table.ts';
 import { CommandError } from './exit-codes.ts';
-import { parseAssignments, parseDuration, readSecretsFile } from './options.ts';
+import { parseAssignments, readSecretsFile } from './options.ts';
+import { checkContainerLimits } from './vela/config.ts';
 
-/** Log levels of Berth's own log (pino's). */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-/** `berth exec`'s flags as commander hands them over (unset flags are undefined). */
+/** `berth exec`'s own flags as commander hands them over (unset flags are undefined); settings of the table come along by their names. */
 export interface ExecFlags {
-  runtime?: string;
-  runtimeOption?: string[];
-  kubeconfig?: string;
-  namespace?: string;
   env: string[];
   secret: string[];
   secretsFile?: string;
-  timeout?: string;
   step: string[];
   stage: string[];
-  stopGrace?: string;
-  logLevel?: string;
   color?: boolean;
+  config?: string;
+  checkConfig?: boolean;
+  runtimeOption?: string[];
+  buildNumber?: string;
+  [setting: string]: unknown;
 }
 
-/** Turns a CommandError thrown by a parser into a zod issue, so every problem is listed at once. */
-function via<T>(parse: (value: string) => T) {
-  return (value: string, ctx: z.RefinementCtx): T => {
+/** `berth exec`'s configuration, checked: flags, then variables, then `--config`, then defaults. */
+export interface ExecConfig {
+  /** A built-in runtime (docker, kubernetes, host), an installed plugin package or a path: checked when loaded. */
+  runtime: string;
+  /** `--runtime-option key=value` pairs for the plugin. */
+  runtimeOption: Record<string, string>;
+  /** The local build's number (`localOrg_localRepo_<n>`). */
+  buildNumber: number;
+  kubeconfig: string | undefined;
+  namespace: string | undefined;
+  pauseImage: string | undefined;
+  env: Record<string, string>;
+  secret: Record<string, string>;
+  secretsFile: Record<string, string>;
+  /** The build timeout, ms (`--build-timeout`, alias `--timeout`: a Go duration, as the worker's build.timeout). */
+  timeout: number;
+  stopGrace: number;
+  step: string[];
+  stage: string[];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  color: boolean;
+  containerLimits: { cpus?: number | undefined; memoryBytes?: number | undefined; pidsLimit?: number | undefined };
+  /** Every setting's value and source, for `--check-config`. */
+  values: SettingValues;
+  sourceOf: Partial<Record<SettingName, string>>;
+}
+
+/**
+ * Validates `berth exec`'s flags, environment and `--config` file with the settings table (the
+ * names `berth start` uses: `--runtime-config`, `--runtime-namespace`, `--build-timeout`; the old
+ * `--kubeconfig`, `--namespace`, `--timeout` still work). Throws one {@link CommandError} (exit 2)
+ * listing every problem.
+ */
+export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: string): ExecConfig {
+  const problems: string[] = [];
+  const attempt = <T>(fn: () => T, fallback: T): T => {
     try {
-      return parse(value);
+      return fn();
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
-      return z.NEVER;
+      if (!(error instanceof Error) || (!(error instanceof CommandError) && (error as ConfigFileError).name !== 'ConfigFileError')) throw error;
+      problems.push(error.message);
+      return fallback;
     }
+  };
+  const configPath = flags.config ?? (env.BERTH_CONFIG || undefined);
+  const configFile = configPath === undefined ? undefined : attempt(() => readConfigFile(configPath, cwd), undefined);
+  const { env: _env, secret: _secret, secretsFile: _file, step: _step, stage: _stage, color: _color, config: _config, checkConfig: _check, runtimeOption: _options, buildNumber: _number, ...settings } = flags;
+  const resolved = resolveSettings('exec', { flags: settings, env, ...(configFile ? { configFile } : {}) });
+  const v = resolved.values;
+  const issues: ConfigIssue[] = [...resolved.issues];
+  checkContainerLimits(v, (name, message) => issues.push({ setting: name, source: resolved.sourceOf[name] ?? 'default', message }));
+  const assignments = attempt(() => parseAssignments(flags.env, '--env'), {});
+  const secret = attempt(() => parseAssignments(flags.secret, '--secret'), {});
+  const secretsFile = flags.secretsFile === undefined ? {} : attempt(() => readSecretsFile(path.resolve(cwd, flags.secretsFile!)), {});
+  const runtimeOption = attempt(() => parseAssignments(flags.runtimeOption ?? [], '--runtime-option'), {});
+  const buildNumber = attempt(() => buildNumberOf(flags.buildNumber, env), 1);
+  if (issues.length > 0) problems.unshift(new ConfigError(issues, 'exec').message);
+  if (problems.length > 0) throw new CommandError(problems.join('\n'));
+  return {
+    runtime: String(v.runtimeDriver),
+    runtimeOption,
+    buildNumber,
+    kubeconfig: v.runtimeConfig,
+    namespace: v.runtimeNamespace,
+    pauseImage: resolved.sourceOf.pauseImage === 'default' ? undefined : v.pauseImage,
+    env: assignments,
+    secret,
+    secretsFile,
+    timeout: v.buildTimeout!,
+    stopGrace: v.stopGrace!,
+    step: flags.step,
+    stage: flags.stage,
+    logLevel: v.logLevel === 'panic' ? 'fatal' : v.logLevel!,
+    color: flags.color !== false,
+    containerLimits: { cpus: v.containerCpus, memoryBytes: v.containerMemory, pidsLimit: v.containerPids },
+    values: v,
+    sourceOf: resolved.sourceOf,
   };
 }
 
-function schema(cwd: string) {
-  return z.object({
-    // A built-in name, a package name or a path: checked when the plugin is loaded (plugins/load.ts).
-    runtime: z.string().trim().min(1, { error: '--runtime is empty: give docker, kubernetes, host, an installed package name, or a path to a plugin module' }),
-    runtimeOption: z.array(z.string()).transform((v, ctx) => via((_: string) => parseAssignments(v, '--runtime-option'))('', ctx)),
-    kubeconfig: z.string().optional(),
-    namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: (i) => `--namespace ${JSON.stringify(i.input)} is not a Kubernetes namespace name` }),
-    env: z.array(z.string()).transform((v, ctx) => via((_: string) => parseAssignments(v, '--env'))('', ctx)),
-    secret: z.array(z.string()).transform((v, ctx) => via((_: string) => parseAssignments(v, '--secret'))('', ctx)),
-    secretsFile: z.string().optional().transform((v, ctx) => (v === undefined ? {} : via(readSecretsFile)(path.resolve(cwd, v), ctx))),
-    timeout: z.string().transform(via((v) => parseDuration(v, '--timeout'))),
-    stopGrace: z.string().transform(via((v) => parseDuration(v, '--stop-grace'))),
-    step: z.array(z.string()),
-    stage: z.array(z.string()),
-    logLevel: z.enum(LOG_LEVELS, { error: (i) => `--log-level ${JSON.stringify(i.input)} is not a level: use ${LOG_LEVELS.join(', ')}` }),
-    color: z.boolean(),
-  });
-}
-
-/** `berth exec`'s configuration, checked: flags first, then `BERTH_*` variables, then defaults. */
-export type ExecConfig = z.output<ReturnType<typeof schema>>;
-
 /**
- * Validates `berth exec`'s flags and environment with zod. Throws one {@link CommandError}
- * (exit 2) listing every problem.
+ * The local build's number (`localOrg_localRepo_<n>`, as `vela exec` names it): 1 unless given.
+ * Two runs on one engine with the same number would fight over the same container names.
  */
-export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: string): ExecConfig {
-  const result = schema(cwd).safeParse({
-    runtime: flags.runtime ?? env.BERTH_RUNTIME ?? 'docker',
-    runtimeOption: flags.runtimeOption ?? [],
-    kubeconfig: flags.kubeconfig ?? env.KUBECONFIG,
-    namespace: flags.namespace ?? env.BERTH_NAMESPACE ?? 'default',
-    env: flags.env,
-    secret: flags.secret,
-    secretsFile: flags.secretsFile,
-    timeout: flags.timeout ?? env.BERTH_TIMEOUT ?? '30m',
-    stopGrace: flags.stopGrace ?? env.BERTH_STOP_GRACE ?? '10s',
-    step: flags.step,
-    stage: flags.stage,
-    logLevel: flags.logLevel ?? env.BERTH_LOG_LEVEL ?? 'warn',
-    color: flags.color !== false,
-  });
-  if (!result.success) throw new CommandError(result.error.issues.map((i) => i.message).join('\n'));
-  return result.data;
+function buildNumberOf(flag: string | undefined, env: NodeJS.ProcessEnv): number {
+  const raw = flag ?? env.BERTH_BUILD_NUMBER ?? '1';
+  const where = flag !== undefined ? '--build-number' : 'BERTH_BUILD_NUMBER';
+  if (!/^[1-9]\d{0,14}$/.test(raw.trim())) throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`);
+  return Number(raw.trim());
 }

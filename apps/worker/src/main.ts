@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { normalizeArgs, WrappingHelp } from './config/options.ts';
 import { CommandError, EXIT } from './exit-codes.ts';
 import type { Io } from './io.ts';
 import { VERSION } from './version.ts';
@@ -34,10 +35,7 @@ export async function createProgram(io: Io, argv?: readonly string[]): Promise<C
     .description('Berth: a CI build worker for Vela pipelines, on Docker or Kubernetes.')
     .version(VERSION, '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({
-      writeOut: (text) => io.stdout.write(text),
-      writeErr: (text) => io.stderr.write(text),
-    })
+    .configureOutput(output(io))
     .exitOverride()
     .addHelpText(
       'after',
@@ -53,10 +51,34 @@ Examples:
     );
   const named = argv && commandNamed(argv);
   for (const name of named ? [named] : Object.keys(COMMANDS)) (await COMMANDS[name]!())(program, io);
+  program.createHelp = () => new WrappingHelp();
   for (const command of program.commands) {
-    command.exitOverride().configureOutput({ writeOut: (t) => io.stdout.write(t), writeErr: (t) => io.stderr.write(t) }).showHelpAfterError(`(run berth ${command.name()} --help for usage)`);
+    command.exitOverride().configureOutput(output(io)).showHelpAfterError(`(run berth ${command.name()} --help for usage)`);
+    command.createHelp = () => new WrappingHelp();
   }
   return program;
+}
+
+/** Where commander writes, and the width help wraps at: the terminal's, else `$COLUMNS`, else 80. */
+function output(io: Io) {
+  const width = (stream: Io['stdout']): number => {
+    const columns = stream.isTTY ? (stream as { columns?: number }).columns : Number(io.env.COLUMNS) || undefined;
+    return columns && columns >= 40 ? columns : 80;
+  };
+  return {
+    writeOut: (text: string) => io.stdout.write(text),
+    writeErr: (text: string) => io.stderr.write(text),
+    getOutHelpWidth: () => width(io.stdout),
+    getErrHelpWidth: () => width(io.stderr),
+  };
+}
+
+/** Rewrites go-vela/worker's flag spellings (`-build.limit=2`, `--checkIn`) for `start` and `exec`. */
+function normalizeArgv(program: Command, argv: readonly string[]): string[] {
+  const at = argv.findIndex((a, i) => i >= 2 && !a.startsWith('-'));
+  const command = at < 0 ? undefined : program.commands.find((c) => c.name() === argv[at]);
+  if (!command || (command.name() !== 'start' && command.name() !== 'exec')) return [...argv];
+  return [...argv.slice(0, at + 1), ...normalizeArgs(command, command.name() as 'start' | 'exec', argv.slice(at + 1))];
 }
 
 /**
@@ -66,7 +88,7 @@ Examples:
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   try {
     const program = await createProgram(io, argv);
-    await program.parseAsync([...argv]);
+    await program.parseAsync(normalizeArgv(program, argv));
     return io.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {

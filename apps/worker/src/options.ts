@@ -48,18 +48,3 @@ export function readSecretsFile(file: string): Record<string, string> {
   if (problems.length > 0) throw new CommandError(`the secrets file has lines that are not name=value:\n${problems.join('\n')}`);
   return out;
 }
-
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses a Go-style duration (`90s`, `30m`, `1h30m`, `500ms`); a bare number is minutes, as Vela's build timeout. */
-export function parseDuration(value: string, what: string): number {
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 60_000;
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
-    throw new CommandError(`${what} ${JSON.stringify(value)} is not a duration: use e.g. 90s, 30m, 1h30m`);
-  }
-  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * (UNITS[unit ?? 'm'] ?? 0), 0);
-  if (ms <= 0) throw new CommandError(`${what} must be longer than zero`);
-  return ms;
-}

@@ -21,6 +21,12 @@ export interface RuntimeSettings {
   pauseImage?: string | undefined;
   /** Docker: capabilities dropped from every container (VELA_RUNTIME_DROP_CAPABILITIES). */
   dropCapabilities?: string[] | undefined;
+  /** Docker: CPUs per container (`--container-cpus`, a Berth extension). */
+  cpus?: number | undefined;
+  /** Docker: memory per container in bytes (`--container-memory`). */
+  memoryBytes?: number | undefined;
+  /** Docker: processes per container (`--container-pids`). */
+  pidsLimit?: number | undefined;
 }
 
 const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
@@ -29,7 +35,14 @@ const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries
 export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = {}): RuntimeDescriptor {
   switch (choice) {
     case 'docker':
-      return dockerRuntime(defined({ dropCapabilities: options.dropCapabilities && options.dropCapabilities.length > 0 ? options.dropCapabilities : undefined }));
+      return dockerRuntime(
+        defined({
+          dropCapabilities: options.dropCapabilities && options.dropCapabilities.length > 0 ? options.dropCapabilities : undefined,
+          cpus: options.cpus,
+          memoryBytes: options.memoryBytes,
+          pidsLimit: options.pidsLimit,
+        }),
+      );
     case 'kubernetes':
       return kubernetesRuntime(
         defined({

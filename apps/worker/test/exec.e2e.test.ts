@@ -69,6 +69,20 @@ describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
     expect(readFileSync(path.join(dir, 'marker.txt'), 'utf8')).toBe('from the host\n');
   });
 
+  // Berth extension (go-vela/worker sets no limits): --container-* reach Docker's HostConfig. Here,
+  // not in config.cli.test.ts: two local builds at once share the build id localOrg_localRepo_1.
+  it('applies --container-memory, --container-pids and --container-cpus to the build\'s containers', async () => {
+    // cgroup v1 or v2, whichever the engine uses.
+    const show = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max';
+    const { dir } = pipeline(`version: "1"\nsteps:\n  - name: limits\n    image: ${IMAGE}\n    pull: never\n    commands:\n      - ${JSON.stringify(show)}\n`);
+    const run = await berth(['exec', '--container-memory', '64m', '--container-pids', '50', '--container-cpus', '0.5'], { cwd: dir });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/limits +│ 67108864\n/);
+    expect(run.stdout).toMatch(/limits +│ 50\n/);
+    expect(run.stdout).toMatch(/limits +│ 50000\b/);
+  });
+
   it('mounts the current directory as the workspace: a step reads and writes its files', async () => {
     const { dir } = pipeline(`version: "1"\nsteps:\n  - name: touch\n    image: ${IMAGE}\n    pull: never\n    commands: [cat input.txt, echo made-by-step > output.txt]\n`);
     writeFileSync(path.join(dir, 'input.txt'), 'from the checkout\n');

@@ -7,6 +7,8 @@ import type { Build } from '@berth/pipeline';
 import { isRuntimeError, type Runtime } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
+import { formatResolvedConfig } from '../config/check-config.ts';
+import { addSettingOptions } from '../config/options.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
 import { createLogger } from '../logger.ts';
 import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
@@ -17,44 +19,31 @@ import { VERSION } from '../version.ts';
 
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
-  program
+  const cmd = program
     .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .option('-r, --runtime <name>', 'where steps run: docker, kubernetes, host, an installed plugin package, or a path to a plugin module (env BERTH_RUNTIME; default docker; `berth runtimes` lists them)')
-    .option('--runtime-option <key=value>', "an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes", collect, [])
-    .option('--kubeconfig <file>', 'kubeconfig for --runtime kubernetes (env KUBECONFIG)')
-    .option('--namespace <name>', 'namespace for --runtime kubernetes (env BERTH_NAMESPACE; default default)')
     .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
     .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
     .option('--secrets-file <file>', 'secrets as name=value lines')
-    .option('-t, --timeout <duration>', 'the build timeout: 90s, 30m, 1h (env BERTH_TIMEOUT; default 30m)')
     .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-    .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL (default 10s)')
-    .option('--log-level <level>', "Berth's own log on stderr: fatal, error, warn, info, debug, trace, silent (env BERTH_LOG_LEVEL; default warn)")
+    .option('--runtime-option <key=value>', 'an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes', collect, [])
     .option('--build-number <n>', 'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers')
-    .option('--no-color', 'no colours, even on a terminal')
-    .action(async (file: string, flags: ExecFlags & { buildNumber?: string }) => {
-      io.exitCode = await execPipeline(file, flags, io);
-    });
+    .option('--no-color', 'no colours, even on a terminal');
+  addSettingOptions(cmd, 'exec');
+  cmd.action(async (file: string, flags: ExecFlags) => {
+    io.exitCode = await execPipeline(file, flags, io);
+  });
 }
 
-/**
- * The local build's number (`localOrg_localRepo_<n>`, as `vela exec` names it): 1 unless given.
- * Two runs on one engine with the same number would fight over the same container names.
- */
-function buildNumberOf(flag: string | undefined, env: NodeJS.ProcessEnv): number {
-  const raw = flag ?? env.BERTH_BUILD_NUMBER ?? '1';
-  const where = flag !== undefined ? '--build-number' : 'BERTH_BUILD_NUMBER';
-  if (!/^[1-9]\d{0,14}$/.test(raw.trim())) throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`, EXIT.usage);
-  return Number(raw.trim());
-}
-
-async function execPipeline(file: string, flags: ExecFlags & { buildNumber?: string }, io: Io): Promise<number> {
+async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = parseExecConfig(flags, io.env, io.cwd);
-  const buildNumber = buildNumberOf(flags.buildNumber, io.env);
+  if (flags.checkConfig === true) {
+    io.stdout.write(formatResolvedConfig('exec', config.values, config.sourceOf));
+    return EXIT.ok;
+  }
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
   const logger = createLogger(io, config.logLevel, config.color);
@@ -62,10 +51,10 @@ async function execPipeline(file: string, flags: ExecFlags & { buildNumber?: str
   const { descriptor } = await loadRuntime(config.runtime, {
     cwd: io.cwd,
     options: config.runtimeOption,
-    builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: io.env.BERTH_KUBERNETES_PAUSE_IMAGE },
+    builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits },
   });
 
-  const compiled = compileFile(file, io.cwd, { secrets, environment, identity: { org: '', repo: '', number: buildNumber, local: true } });
+  const compiled = compileFile(file, io.cwd, { secrets, environment, identity: { org: '', repo: '', number: config.buildNumber, local: true } });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';

@@ -21,7 +21,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     name: 'docker',
     packageName: '@berth/runtime-docker',
     description: 'containers on a Docker engine (DOCKER_HOST or /var/run/docker.sock)',
-    options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', dropCapabilities: 'list' },
+    options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', pidsLimit: 'number', dropCapabilities: 'list' },
     load: async (options) => (await import('@berth/runtime-docker')).dockerRuntime(options),
   },
   {
