@@ -8,12 +8,13 @@ import { type Build, type Container, emptyContainer, type RuleData, RulesetError
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
 import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
+import { InitLog, makeLogWriter } from './build/log-streams.ts';
 import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
-import { LogWriter, pumpLog } from './log/log-writer.ts';
+import { type LogWriter, pumpLog } from './log/log-writer.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
 import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
@@ -187,7 +188,7 @@ export class Executor {
   #contexts: BuildContextState | undefined;
   #unregisterEvents: (() => void) | undefined;
   #execDone = false;
-  #initChain: Promise<void> = Promise.resolve();
+  readonly #initLog = new InitLog(() => this.#writer(this.#init, () => this.#reportCtx));
   #destroyed = false;
 
   constructor(options: ExecutorOptions) {
@@ -843,57 +844,27 @@ export class Executor {
   }
 
   #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
-    if (run.writer !== undefined) return run.writer;
-    const target = run.target;
-    const logs = this.#options.logs ?? {};
-    run.writer = new LogWriter(
-      {
-        append: (chunk) => {
-          let ctx = appendCtx();
-          if (ctx.signal.aborted) {
-            // Once the stream ctx ended (its grace is over) nothing more is read; what was read
-            // before (the last batch, the masker's held-back bytes, the cap's tail) is still
-            // delivered as the log is closed. Anything else is dropped.
-            if (run.writer?.closed !== true) return Promise.resolve();
-            ctx = this.#reportCtx;
-          }
-          return this.#reporter.appendLog(ctx, target, chunk).catch((error: unknown) => {
-            this.#log.warn?.(`reporter appendLog ${target.name}: ${messageOf(error)}`);
-          });
-        },
-        close: () =>
-          this.#reporter.closeLog(this.#reportCtx, target).catch((error: unknown) => {
-            this.#log.warn?.(`reporter closeLog ${target.name}: ${messageOf(error)}`);
-          }),
-      },
-      { ...logs, secrets: this.#secretsFor(run) },
-    );
+    run.writer ??= makeLogWriter(run.target, {
+      reporter: this.#reporter,
+      appendCtx,
+      reportCtx: () => this.#reportCtx,
+      warn: (message) => this.#log.warn?.(message),
+      logs: this.#options.logs ?? {},
+      secrets: this.#secretsFor(run),
+    });
     return run.writer;
   }
 
-  /**
-   * Appends to the init log without waiting for the reporter: the setup phases are not slowed by
-   * a slow reporter (the init log is small). Lines are delivered in order; #closeInit waits for them.
-   */
+  /** Appends to the init log without waiting for the reporter; #closeInit waits for the lines. */
   #initLine(text: string): Promise<void> {
-    if (text === '') return Promise.resolve();
-    const writer = this.#writer(this.#init, () => this.#reportCtx);
-    const line = text.endsWith('\n') ? text : `${text}\n`;
-    this.#initChain = this.#initChain.then(() => writer.write(line));
+    this.#initLog.line(text);
     return Promise.resolve();
   }
 
   async #closeInit(): Promise<void> {
-    await this.#initChain;
-    // An init log nobody wrote to is still complete.
-    await this.#writer(this.#init, () => this.#reportCtx).close();
+    await this.#initLog.close();
   }
 
-  /**
-   * Asks for the container's log to be streamed. Sent with the stream ctx, not the exec ctx: a
-   * container started as the timeout or a cancel hits is still streamed during the grace (the
-   * channel is buffered for every container, so the send never waits).
-   */
   async #requestStream(run: ContainerRun): Promise<void> {
     run.streaming = true;
     const kind = run.kind === 'service' ? 'service' : 'step';
