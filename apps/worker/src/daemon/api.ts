@@ -57,7 +57,7 @@ export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {})
   app.setNotFoundHandler((req, reply) => json(reply, 404, { error: `no route ${req.method} ${req.url.split('?')[0]}` }));
   app.setErrorHandler((error: { statusCode?: number; message?: string }, _req, reply) => {
     const status = typeof error.statusCode === 'number' && error.statusCode >= 400 ? error.statusCode : 500;
-    if (status >= 500) daemon.log.error({ err: error.message }, 'worker API error');
+    if (status >= 500) daemon.log.error({ err: error }, 'worker API error');
     return json(reply, status, { error: error.message ?? 'internal error' });
   });
 
@@ -93,7 +93,7 @@ export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {})
         try {
           valid = await daemon.validateServerToken(header.slice(7).trim());
         } catch (e) {
-          daemon.log.error({ route: req.url, err: e instanceof Error ? e.message : String(e) }, 'could not validate a token with the server');
+          daemon.log.error({ route: req.url, err: e }, 'could not validate a token with the server');
           return json(reply, 500, { error: `error validating token: ${e instanceof Error ? e.message : String(e)}` });
         }
         if (!valid) {

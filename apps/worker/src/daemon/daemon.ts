@@ -232,12 +232,12 @@ export class Daemon implements WorkerApiHost {
         });
         const tracker = (runtime as { podTracker?: { stats(): { restarts: number } } }).podTracker;
         if (tracker && typeof tracker.stats === 'function') this.metrics.watchRestartsFrom(() => tracker.stats().restarts);
-        this.log.info({ runtime: descriptor.name, version: descriptor.version, workerId: this.workerId }, 'runtime ready');
+        this.log.info({ runtime: descriptor.name, version: descriptor.version }, 'runtime ready');
         return;
       } catch (e) {
         if (isRuntimeError(e) && e.code !== 'Unavailable' && e.code !== 'DeadlineExceeded') throw e;
         if (attempt >= 3) throw e;
-        this.log.warn({ attempt, err: errText(e) }, 'the runtime is not reachable yet; retrying');
+        this.log.warn({ attempt, err: e }, 'the runtime is not reachable yet; retrying');
         await sleep(this.#root, 2_000 * attempt);
       } finally {
         cancel();
@@ -255,7 +255,7 @@ export class Daemon implements WorkerApiHost {
       await this.shutdown();
       await checkIns;
     } catch (e) {
-      if (!isContextError(e)) this.log.error({ err: errText(e) }, 'the worker stopped on an unexpected error');
+      if (!isContextError(e)) this.log.error({ err: e }, 'the worker stopped on an unexpected error');
       await this.shutdown();
     }
   }
@@ -264,7 +264,7 @@ export class Daemon implements WorkerApiHost {
   async #register(ctx: Context): Promise<void> {
     for (;;) {
       if (this.credentials.needsRegistration()) {
-        this.log.warn({ hostname: this.workerId }, 'no server secret and no valid token: waiting for a registration token on POST /register');
+        this.log.warn('no server secret and no valid token: waiting for a registration token on POST /register');
       }
       const token = await this.credentials.registrationToken(ctx);
       try {
@@ -284,7 +284,7 @@ export class Daemon implements WorkerApiHost {
         if (await this.#checkInOnce(ctx)) return;
       } catch (e) {
         if (ctx.signal.aborted) throw errOf(ctx);
-        this.log.error({ err: errText(e) }, 'registration failed; retrying');
+        this.log.error({ err: e }, 'registration failed; retrying');
       }
       await sleep(ctx, this.#o.errorBackoffMs ?? 5_000);
     }
@@ -299,7 +299,7 @@ export class Daemon implements WorkerApiHost {
         await this.#checkInOnce(ctx);
       } catch (e) {
         if (ctx.signal.aborted) return;
-        this.log.error({ err: errText(e) }, 'check-in failed');
+        this.log.error({ err: e }, 'check-in failed');
       }
     }
   }
@@ -321,7 +321,7 @@ export class Daemon implements WorkerApiHost {
         this.log.error('the queue (Redis) does not answer PING');
         await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
       }
-      if (!this.#registered) this.log.info({ hostname: this.workerId, created: result.registered, routes: this.#routes }, 'checked in with the server');
+      if (!this.#registered) this.log.info({ created: result.registered, routes: this.#routes }, 'checked in with the server');
       this.#registered = true;
       this.#checkInError = undefined;
       return true;
@@ -329,7 +329,7 @@ export class Daemon implements WorkerApiHost {
       if (ctx.signal.aborted) throw errOf(ctx);
       this.#registered = false;
       this.#checkInError = errText(e);
-      this.log.error({ err: errText(e) }, 'check-in failed');
+      this.log.error({ err: e }, 'check-in failed');
       return false;
     }
   }
@@ -395,7 +395,7 @@ export class Daemon implements WorkerApiHost {
       }
     } catch (e) {
       if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: errText(e) }, 'reaping the runtime failed; a later start will try again');
+      this.log.error({ err: e }, 'reaping the runtime failed; a later start will try again');
     }
     const left = new Map(this.#state.load().map((r) => [r.id, r]));
     try {
@@ -417,7 +417,7 @@ export class Daemon implements WorkerApiHost {
       await this.#putWorker(ctx);
     } catch (e) {
       if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: errText(e) }, 'could not read or update the builds the server believes run on this worker');
+      this.log.error({ err: e }, 'could not read or update the builds the server believes run on this worker');
     }
   }
 
@@ -443,7 +443,7 @@ export class Daemon implements WorkerApiHost {
       } catch (e) {
         if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
         else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
-        else this.log.error({ ...where, err: errText(e) }, 'could not get a build token to report the build as errored');
+        else this.log.error({ ...where, err: e }, 'could not get a build token to report the build as errored');
         return false;
       }
     }
@@ -453,7 +453,7 @@ export class Daemon implements WorkerApiHost {
         this.log.warn({ ...where, error: message }, 'build reported as errored');
         return true;
       } catch (e) {
-        this.log.error({ ...where, err: errText(e) }, 'could not report the build as errored');
+        this.log.error({ ...where, err: e }, 'could not report the build as errored');
       }
     }
     return false;
@@ -489,7 +489,7 @@ export class Daemon implements WorkerApiHost {
         routes = this.#routes;
       } catch (e) {
         if (this.#claimCtx.signal.aborted) break;
-        this.log.error({ slot, err: errText(e) }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
+        this.log.error({ slot, err: e }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
         await sleep(this.#claimCtx, backoff).catch(() => undefined);
         continue;
       }
@@ -503,7 +503,7 @@ export class Daemon implements WorkerApiHost {
             break;
           case 'error':
             if (this.#claimCtx.signal.aborted) break;
-            this.log.error({ slot, err: res.error.message }, 'queue pop failed; retrying');
+            this.log.error({ slot, err: res.error }, 'queue pop failed; retrying');
             await sleep(this.#claimCtx, backoff).catch(() => undefined);
             break;
           case 'bad-signature':
@@ -521,7 +521,7 @@ export class Daemon implements WorkerApiHost {
         }
       } catch (e) {
         // Never let one item end the slot.
-        this.log.error({ slot, err: errText(e) }, 'unexpected error handling a queue item');
+        this.log.error({ slot, err: e }, 'unexpected error handling a queue item');
         await sleep(this.#claimCtx, backoff).catch(() => undefined);
       }
     }
@@ -545,7 +545,7 @@ export class Daemon implements WorkerApiHost {
     this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
     await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: errText(e) }, 'worker update failed'));
+    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
   }
 
   async #item(slot: number, item: QueueItem, entry: RawEntry): Promise<void> {
@@ -561,15 +561,15 @@ export class Daemon implements WorkerApiHost {
         this.log.info({ ...where }, 'the build is no longer pending (canceled or taken): skipped');
         return;
       case 'unknown-build':
-        this.log.warn({ ...where, err: claim.error.message }, 'the server has no such build: skipped');
+        this.log.warn({ ...where, err: claim.error }, 'the server has no such build: skipped');
         return;
       case 'failed':
         if (claim.stage === 'token') {
-          this.log.error({ ...where, err: claim.error.message }, 'could not get the build token: the item goes back to the queue');
+          this.log.error({ ...where, err: claim.error }, 'could not get the build token: the item goes back to the queue');
           await this.#pushBack(entry, where);
           await sleep(this.#claimCtx, this.#o.errorBackoffMs ?? 5_000).catch(() => undefined);
         } else {
-          this.log.error({ ...where, err: claim.error.message }, 'could not get the executable');
+          this.log.error({ ...where, err: claim.error }, 'could not get the executable');
           await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
             token: claim.buildToken,
           });
@@ -586,7 +586,7 @@ export class Daemon implements WorkerApiHost {
       await this.#queue!.pushBack(entry);
       this.log.info({ ...where }, 'queue item pushed back');
     } catch (e) {
-      this.log.error({ ...where, err: errText(e) }, 'could not push the item back to the queue: the build stays pending on the server');
+      this.log.error({ ...where, err: e }, 'could not push the item back to the queue: the build stays pending on the server');
     }
   }
 
@@ -637,7 +637,7 @@ export class Daemon implements WorkerApiHost {
     this.metrics.buildsRunning.inc();
     this.#lastBuildStarted = nowSec();
     this.log.info({ ...where }, 'build claimed');
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
+    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
 
     const scm = new ScmAuth({
       client,
@@ -697,7 +697,7 @@ export class Daemon implements WorkerApiHost {
       this.metrics.buildDuration.observe({ status }, (Date.now() - started) / 1000);
       this.log.info({ ...where, status, error: result.build.error, seconds: Math.round((Date.now() - started) / 1000) }, 'build finished');
     } catch (e) {
-      this.log.error({ ...where, err: errText(e) }, 'the build failed unexpectedly');
+      this.log.error({ ...where, err: e }, 'the build failed unexpectedly');
       this.metrics.buildsTotal.inc({ status: 'error' });
       await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
     } finally {
@@ -707,7 +707,7 @@ export class Daemon implements WorkerApiHost {
       this.metrics.buildsRunning.dec();
       this.#lastBuildFinished = nowSec();
       resolveDone(result);
-      await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: errText(e) }, 'worker update failed'));
+      await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
     }
   }
 
@@ -833,10 +833,10 @@ export class Daemon implements WorkerApiHost {
       await all;
       const [ctx, cancel] = withTimeout(this.#root, 20_000);
       await this.#putWorker(ctx)
-        .catch((e: unknown) => this.log.warn({ err: errText(e) }, 'final worker update failed'))
+        .catch((e: unknown) => this.log.warn({ err: e }, 'final worker update failed'))
         .finally(cancel);
     } catch (e) {
-      this.log.error({ err: errText(e) }, 'error while draining');
+      this.log.error({ err: e }, 'error while draining');
     } finally {
       await this.#close();
     }
@@ -848,12 +848,12 @@ export class Daemon implements WorkerApiHost {
     try {
       await this.#runtime?.close();
     } catch (e) {
-      this.log.warn({ err: errText(e) }, 'closing the runtime failed');
+      this.log.warn({ err: e }, 'closing the runtime failed');
     }
     try {
       await this.#api?.close();
     } catch (e) {
-      this.log.warn({ err: errText(e) }, 'closing the API failed');
+      this.log.warn({ err: e }, 'closing the API failed');
     }
     this.log.info('the worker stopped');
     this.#resolveDone();
