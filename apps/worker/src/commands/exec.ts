@@ -8,7 +8,7 @@ import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
 import { createLogger } from '../logger.ts';
-import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
+import { compileFile, DEFAULT_PIPELINE_FILE, pipelineFlagOptions, pipelineOptions, type PipelineFlags } from '../pipeline-file.ts';
 import { selectRuntime } from '../runtimes.ts';
 import { collect } from './compile.ts';
 import { VERSION } from '../version.ts';
@@ -16,8 +16,9 @@ import { VERSION } from '../version.ts';
 
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
-  program
-    .command('exec')
+  pipelineFlagOptions(
+    program
+      .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
     .option('-r, --runtime <name>', 'where containers run: docker or kubernetes (env BERTH_RUNTIME; default docker)')
@@ -31,20 +32,20 @@ export function execCommand(program: Command, io: Io): void {
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
     .option('--stop-grace <duration>', 'how long a cancelled container gets between SIGTERM and SIGKILL (default 10s)')
     .option('--log-level <level>', "Berth's own log on stderr: fatal, error, warn, info, debug, trace, silent (env BERTH_LOG_LEVEL; default warn)")
-    .option('--no-color', 'no colours, even on a terminal')
-    .action(async (file: string, flags: ExecFlags) => {
+      .option('--no-color', 'no colours, even on a terminal'),
+  ).action(async (file: string, flags: ExecFlags & PipelineFlags) => {
       io.exitCode = await execPipeline(file, flags, io);
     });
 }
 
-async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
+async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = parseExecConfig(flags, io.env, io.cwd);
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
   const logger = createLogger(io, config.logLevel, config.color);
 
-  const compiled = compileFile(file, io.cwd, { secrets, environment });
+  const compiled = compileFile(file, io.cwd, { secrets, environment, ...pipelineOptions(file, io.cwd, flags) });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
