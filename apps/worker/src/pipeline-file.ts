@@ -49,6 +49,12 @@ export interface PipelineFlags {
   pipelineType?: string;
   /** Unknown keys are errors instead of warnings. */
   strict?: boolean;
+  /** The build's event (`push`, `pull_request[:action]`, `tag`, …): steps whose rulesets do not match are dropped. */
+  event?: string;
+  branch?: string;
+  tag?: string;
+  target?: string;
+  comment?: string;
 }
 
 /** Registers {@link PipelineFlags} on a command. */
@@ -56,7 +62,12 @@ export function pipelineFlagOptions(command: Command): Command {
   return command
     .option('--template-file <NAME:PATH>', 'the local file for a template the pipeline names (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--pipeline-type <type>', 'yaml (default) or go: the file is a Go template rendered first')
-    .option('--strict', 'unknown keys are errors, not warnings');
+    .option('--strict', 'unknown keys are errors, not warnings')
+    .option('--event <event>', "the build's event for rulesets: push, pull_request[:action], tag, deployment, comment, schedule")
+    .option('--branch <name>', "the build's branch for rulesets")
+    .option('--tag <name>', "the build's tag for rulesets")
+    .option('--target <name>', "the deployment target for rulesets")
+    .option('--comment <text>', 'the pull request comment for rulesets');
 }
 
 /**
@@ -65,7 +76,7 @@ export function pipelineFlagOptions(command: Command): Command {
  * the pipeline file's directory; remote sources (GitHub) are refused naming the template, its
  * source and the `--template-file` alternative.
  */
-export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags): Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict'> {
+export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags): Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'> {
   const mapped = new Map<string, string>();
   const bad: string[] = [];
   for (const entry of flags.templateFile ?? []) {
@@ -96,8 +107,39 @@ export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags)
       hint: `download it and pass --template-file ${t.name}:<path>`,
     };
   };
-  const out: Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict'> = { templates };
+  const out: Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'> = { templates };
   if (flags.pipelineType !== undefined) out.pipelineType = flags.pipelineType;
   if (flags.strict === true) out.strict = true;
+  const rules = ruleFlags(flags);
+  if (rules !== undefined) Object.assign(out, rules);
   return out;
+}
+
+/** Vela's default action for an event given without one (what its webhooks send most). */
+const DEFAULT_ACTIONS: Record<string, string> = { pull_request: 'opened', comment: 'created', deployment: 'created' };
+
+/**
+ * Rule data and build facts from --event/--branch/--tag/--target/--comment, as Vela's compiler
+ * builds its RuleData (compiler/native/compile.go Compile): `event:action`, the tag without
+ * `refs/tags/`, the deploy target. None given: no purge (every step is kept).
+ */
+function ruleFlags(flags: PipelineFlags): Pick<CompileOptions, 'ruleData' | 'metadata'> | undefined {
+  if (flags.event === undefined && flags.branch === undefined && flags.tag === undefined && flags.target === undefined && flags.comment === undefined) return undefined;
+  const [eventName = '', givenAction] = (flags.event ?? '').split(':');
+  const action = givenAction ?? DEFAULT_ACTIONS[eventName] ?? '';
+  const event = action !== '' ? `${eventName}:${action}` : eventName;
+  const branch = flags.branch ?? '';
+  const tag = flags.tag ?? '';
+  return {
+    ruleData: { event, branch, tag, target: flags.target ?? '', comment: flags.comment ?? '' },
+    metadata: {
+      build: {
+        event: eventName,
+        event_action: action,
+        branch,
+        ref: tag !== '' ? `refs/tags/${tag}` : branch !== '' ? `refs/heads/${branch}` : '',
+        deploy: flags.target ?? '',
+      },
+    },
+  };
 }

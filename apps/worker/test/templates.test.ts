@@ -46,3 +46,25 @@ describe('templates in berth validate and compile', () => {
     expect(strict.stderr).toMatch(/unknown key "colour" in step/);
   });
 });
+
+describe('rule data from --event, --branch, --tag (go-vela/cli validate_test.go "pipeline with rulesets")', () => {
+  const rules = path.join(dir, 'ruleset.yml');
+  writeFileSync(
+    rules,
+    'version: "1"\nsteps:\n  - name: always\n    image: alpine\n    commands: [echo always]\n  - name: push to main\n    image: alpine\n    ruleset:\n      event: push\n      branch: main\n    commands: [echo main]\n  - name: tag of v1\n    image: alpine\n    ruleset:\n      event: tag\n      tag: v1\n    commands: [echo v1]\n  - name: by eval\n    image: alpine\n    ruleset:\n      eval: VELA_BUILD_EVENT == "tag" && VELA_BUILD_TAG startsWith "v"\n    commands: [echo eval]\n',
+  );
+  const names = async (...flags: string[]): Promise<string[]> => {
+    const run = await runCli(['compile', ...flags, rules], { cwd: dir });
+    expect(run.stderr).toBe('');
+    return (JSON.parse(run.stdout) as { steps: { name: string }[] }).steps.map((s) => s.name);
+  };
+
+  it('keep every step without them', async () => {
+    expect(await names()).toEqual(['init', 'always', 'push to main', 'tag of v1', 'by eval']);
+  });
+
+  it('drop the steps whose rulesets do not match the build', async () => {
+    expect(await names('--event', 'push', '--branch', 'main')).toEqual(['init', 'always', 'push to main']);
+    expect(await names('--event', 'tag', '--tag', 'v1')).toEqual(['init', 'always', 'tag of v1', 'by eval']);
+  });
+});
