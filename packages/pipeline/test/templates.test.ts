@@ -96,3 +96,23 @@ describe('pipeline type go', () => {
     expect(!r.ok && r.errors[0]?.message).toContain('Starlark pipelines are not supported');
   });
 });
+
+describe('render_inline (compiler/native/compile.go compileInline)', () => {
+  it('renders every declared template as a pipeline, names prefixed with the template name', () => {
+    files['inline.yml'] = 'environment:\n  FROM_INLINE: "1"\nsteps:\n  - name: hello\n    image: {{ default "alpine" .image }}\n    commands: [echo {{ .VELA_TEMPLATE_NAME }}]\n';
+    const src = 'version: "1"\nmetadata:\n  render_inline: true\ntemplates:\n  - name: greet\n    source: inline.yml\n    type: file\n    vars: { image: busybox }\n';
+    const r = compilePipeline(src, { file: 'p.yml', templates: load });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.build.steps.map((s) => [s.name, s.image, s.commands])).toEqual([
+      ['init', '#init', []],
+      ['greet_hello', 'busybox', ['echo greet']],
+    ]);
+    expect(r.build.steps[1]?.environment['FROM_INLINE']).toBe('1');
+  });
+
+  it('refuses a step template next to render_inline, as ValidateYAML does', () => {
+    const src = 'version: "1"\nmetadata:\n  render_inline: true\ntemplates:\n  - name: greet\n    source: inline.yml\n    type: file\nsteps:\n  - name: s\n    template:\n      name: greet\n';
+    const r = compilePipeline(src, { file: 'p.yml', templates: load });
+    expect(!r.ok && r.errors.map((e) => e.message)).toContain('step s: cannot combine render_inline and a step that references a template');
+  });
+});

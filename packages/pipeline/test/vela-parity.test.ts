@@ -26,16 +26,11 @@ const pipelines = Object.entries(manifest.files).filter(([, e]) => e.kind === 'p
 
 /** The files that disagree today, each with the reason. Shrink it as parity grows. */
 const KNOWN_DISAGREEMENTS: Record<string, string> = {
-  'server/compiler/native/testdata/inline_nested_template.yml': 'render_inline is not implemented yet (and its nested template is Starlark)',
-  'server/compiler/native/testdata/inline_with_environment.yml': 'render_inline is not implemented yet',
-  'server/compiler/native/testdata/inline_with_golang.yml': 'render_inline is not implemented yet (and it uses a Starlark template)',
-  'server/compiler/native/testdata/inline_with_secrets.yml': 'render_inline is not implemented yet',
-  'server/compiler/native/testdata/inline_with_services.yml': 'render_inline is not implemented yet',
-  'server/compiler/native/testdata/inline_with_stages.yml': 'render_inline is not implemented yet (and it uses a Starlark template)',
-  'server/compiler/native/testdata/inline_with_stages_env.yml': 'render_inline is not implemented yet',
-  'server/compiler/native/testdata/inline_with_steps.yml': 'render_inline is not implemented yet (and it uses a Starlark template)',
+  'server/compiler/native/testdata/inline_nested_template.yml': 'its nested template is a Starlark template, which Berth refis by design',
+  'server/compiler/native/testdata/inline_with_golang.yml': 'uses a Starlark template, which Berth refuses by design',
+  'server/compiler/native/testdata/inline_with_stages.yml': 'uses a Starlark template, which Berth refuses by design',
+  'server/compiler/native/testdata/inline_with_steps.yml': 'uses a Starlark template, which Berth refuses by design',
   'server/compiler/native/testdata/pipeline_type.star': 'Starlark is refused by design',
-  'server/compiler/native/testdata/template_name_inline.yml': 'render_inline is not implemented yet',
 };
 
 function compileEntry(path: string, entry: Entry): CompileResult {

@@ -14,7 +14,7 @@ import { Ctx, type CompileError, type Entry } from './document.ts';
 import { METADATA_KEYS, suggest, TOP_KEYS } from './keys.ts';
 import { renderGoTemplate, TemplateError, velaFunctions } from '../template/go-template.ts';
 import { substituteContainer } from './substitution.ts';
-import { DEFAULT_TEMPLATE_DEPTH, expandSteps, parseTemplates, type ExpandState, type TemplateLoader } from './templates.ts';
+import { DEFAULT_TEMPLATE_DEPTH, expandSteps, parseTemplates, renderInline, type ExpandState, type TemplateLoader } from './templates.ts';
 
 /** Options of {@link compilePipeline}. */
 export interface CompileOptions {
@@ -149,6 +149,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   // metadata
   const build = emptyBuild({ version });
   let metadataClone: boolean | null = null;
+  let renderInlineWanted = false;
   let metadataEnvironment = ['steps', 'services', 'secrets'];
   const metadataEntry = top.get('metadata');
   if (metadataEntry?.value != null && !ctx.isNull(metadataEntry.value)) {
@@ -162,7 +163,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
           if (!['steps', 'services', 'secrets'].includes(v)) ctx.error(m.get('environment')?.value, `invalid metadata environment "${v}"`, 'use steps, services and/or secrets');
         }
       }
-      if (ctx.bool(m.get('render_inline'), 'render_inline')) ctx.error(m.get('render_inline')?.keyNode, 'render_inline templates are not supported by Berth');
+      renderInlineWanted = ctx.bool(m.get('render_inline'), 'render_inline');
       const ac = m.get('auto_cancel');
       const autoCancel: CancelOptions = { running: false, pending: false, default_branch: false };
       if (ac?.value != null && !ctx.isNull(ac.value)) {
@@ -222,7 +223,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     ctx.error(stagesEntry.keyNode, 'stages and steps provided', 'use either steps or stages, not both');
   }
   if ((stepsEntry === undefined || ctx.isNull(stepsEntry.value)) && (stagesEntry === undefined || ctx.isNull(stagesEntry.value))) {
-    ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
+    if (!renderInlineWanted && templates.size === 0) ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   const services: Parsed[] = [];
   for (const node of ctx.list(top.get('services'), 'services')) {
@@ -247,6 +248,17 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     services,
     environment: globalEnvironment,
   };
+  if (renderInlineWanted) {
+    // compiler/native/validate.go ValidateYAML: render_inline and step templates do not mix.
+    for (const p of [...steps, ...stages.flatMap((s) => s.steps)]) {
+      if (p.template !== null) ctx.error(p.template.node, `step ${p.container.name}: cannot combine render_inline and a step that references a template`, 'remove render_inline, or the step\'s template:');
+    }
+    const inline = renderInline(ctx, templates, expansion, { ...globalEnvironment, ...defaults }, expansion.maxDepth);
+    steps.push(...inline.steps);
+    stages.push(...inline.stages);
+    if (steps.length > 0 && stages.length > 0) ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
+    if (steps.length === 0 && stages.length === 0 && ctx.errors.length === 0) ctx.error(root, 'no stages, steps or templates provided', 'add steps: [...]');
+  }
   steps = expandSteps(ctx, steps, templates, expansion, expansion.maxDepth);
   for (const s of stages) s.steps = expandSteps(ctx, s.steps, templates, expansion, expansion.maxDepth);
 
@@ -269,7 +281,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       if (cloneWanted && s.stage.name !== 'clone' && s.stage.name !== 'init' && !s.stage.needs.includes('clone')) s.stage.needs.push('clone');
     }
     stages.unshift(...builtins);
-  } else if (stepsEntry !== undefined) {
+  } else if (stepsEntry !== undefined || steps.length > 0) {
     const builtins = [builtinStep('init', INIT_IMAGE)];
     if (cloneWanted) builtins.push(builtinStep('clone', cloneImage));
     steps.unshift(...builtins);
