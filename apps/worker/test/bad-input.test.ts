@@ -37,7 +37,7 @@ const pipelineCases: [string, string, (string | RegExp)[]][] = [
   ['a bad pull value', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    pull: sometimes\n    commands: [echo]\n', [/:5:\d+:/, /pull/]],
   ['steps and stages together', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\nstages:\n  one:\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n', [/stages/]],
   ['an unsupported version', 'version: "2"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n', [/version/]],
-  ['templates', 'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n', [/not supported/]],
+  ['templates', 'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n', [/template t comes from github\.com\/o\/r\/t\.yml/, /--template-file t:/]],
   ['an empty file', '', [/empty\.yml/]],
   ['a list at the top', '- a\n- b\n', [/top-?level\.yml:1:1/]],
   ['a step that is not a mapping', 'version: "1"\nsteps:\n  - just a string\n', [/:3:\d+:/]],
@@ -52,6 +52,7 @@ const cases: Case[] = [
     return { name: `validate: ${name}`, args: () => ['validate', p], code: 1, says: [...says, /problems? in /] };
   }),
   { name: 'an unknown command', args: () => ['frobnicate'], code: 2, says: [/unknown command 'frobnicate'/] },
+  { name: 'a --template-file without a path', args: () => ['validate', '--template-file', 'nopath', good], code: 2, says: [/--template-file "nopath" is not NAME:PATH/] },
   { name: 'an unknown flag', args: () => ['exec', '--nope', good], code: 2, says: [/unknown option '--nope'/] },
   { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/--runtime podman: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/, /give a path to its module/] },
   { name: 'a timeout that is not a duration', args: () => ['exec', '--timeout', 'soon', good], code: 2, says: [/build\.timeout \(flag --build-timeout\): must be a Go duration like 30m, 15s or 1h30m, got "soon"/] },

@@ -28,23 +28,7 @@ export type Operator = 'and' | 'or';
  * the ruleset-level ones empty; older servers set them on the {@link Ruleset}. `''` means
  * "inherit from the ruleset". `eval` is an expr-lang expression (see `parseEval` for the subset).
  */
-export interface Rules {
-  branch: string[];
-  comment: string[];
-  event: string[];
-  path: string[];
-  repo: string[];
-  sender: string[];
-  status: string[];
-  tag: string[];
-  target: string[];
-  label: string[];
-  instance: string[];
-  eval: string;
-  operator: Operator | '';
-  matcher: Matcher | '';
-  [k: string]: unknown;
-}
+export type Rules = z.output<typeof loose.rules>;
 
 /**
  * When a container runs (Vela `pipeline.Ruleset`).
@@ -52,50 +36,22 @@ export interface Rules {
  * Gotcha: `matcher`/`operator` here are the fallbacks for `if`/`unless` sides that leave theirs
  * empty; after parsing they default to `filepath`/`and`.
  */
-export interface Ruleset {
-  if: Rules;
-  unless: Rules;
-  matcher: Matcher;
-  operator: Operator;
-  /** Keep running the build's later steps when this one fails. */
-  continue: boolean;
-  [k: string]: unknown;
-}
+export type Ruleset = z.output<typeof loose.ruleset>;
 
 /** A secret injected into a container: the declared secret `source` exposed as env var `target`. */
-export interface StepSecret {
-  source: string;
-  target: string;
-  [k: string]: unknown;
-}
+export type StepSecret = z.output<typeof loose.stepSecret>;
 
 /** A resource limit for a container (`ulimit`). */
-export interface Ulimit {
-  name: string;
-  soft: number;
-  hard: number;
-  [k: string]: unknown;
-}
+export type Ulimit = z.output<typeof loose.ulimit>;
 
 /** A bind mount: host `source` on container `destination`, `access_mode` `ro` or `rw` ('' = rw). */
-export interface Volume {
-  source: string;
-  destination: string;
-  access_mode: string;
-  [k: string]: unknown;
-}
+export type Volume = z.output<typeof loose.volume>;
 
 /** Files a step uploads after it runs (Vela artifacts). */
-export interface Artifacts {
-  paths: string[];
-  [k: string]: unknown;
-}
+export type Artifacts = z.output<typeof loose.artifacts>;
 
 /** Git installation token request of a build or step. */
-export interface Git {
-  token: { repositories: string[]; permissions: Record<string, string>; [k: string]: unknown };
-  [k: string]: unknown;
-}
+export type Git = z.output<typeof loose.git>;
 
 /**
  * A container: a step, a service, the init step, or a secret origin (Vela `pipeline.Container`).
@@ -103,34 +59,7 @@ export interface Git {
  * Gotcha: `number` is the 1-based position Vela reports status under; `exit_code` is output, 0 in a
  * pipeline that has not run. `pull` is normalised to `not_present` when absent.
  */
-export interface Container {
-  id: string;
-  commands: string[];
-  detach: boolean;
-  directory: string;
-  entrypoint: string[];
-  environment: Record<string, string>;
-  exit_code: number;
-  image: string;
-  name: string;
-  needs: string[];
-  networks: string[];
-  number: number;
-  ports: string[];
-  privileged: boolean;
-  pull: PullPolicy;
-  ruleset: Ruleset;
-  secrets: StepSecret[];
-  artifacts: Artifacts;
-  ulimits: Ulimit[];
-  volumes: Volume[];
-  user: string;
-  report_as: string;
-  id_request: string;
-  /** `null` when absent. */
-  git: Git | null;
-  [k: string]: unknown;
-}
+export type Container = z.output<typeof loose.container>;
 
 /**
  * A stage: a group of steps run in order, after the stages it `needs` (Vela `pipeline.Stage`).
@@ -138,74 +67,32 @@ export interface Container {
  * Gotcha: `independent` stages keep running when another stage fails. `done` is runtime-only
  * (Vela's `Done chan error`): never serialised, never set by parsing.
  */
-export interface Stage {
-  name: string;
-  needs: string[];
-  independent: boolean;
-  environment: Record<string, string>;
-  steps: Container[];
+export type Stage = z.output<typeof loose.stage> & {
+  /** Runtime-only (Vela's `Done chan error`): never serialised, never set by parsing. */
   done?: Promise<void>;
-  [k: string]: unknown;
-}
+};
 
 /**
  * A secret the build may use (Vela `pipeline.Secret`).
  *
  * `origin` is the plugin container that produces external secrets, `null` for ordinary secrets.
  */
-export interface Secret {
-  name: string;
-  value: string;
-  key: string;
-  engine: string;
-  type: string;
-  origin: Container | null;
-  pull: string;
-  [k: string]: unknown;
-}
+export type Secret = z.output<typeof loose.secret>;
 
 /** Auto-cancel settings of the pipeline's metadata. */
-export interface CancelOptions {
-  running: boolean;
-  pending: boolean;
-  default_branch: boolean;
-  [k: string]: unknown;
-}
+export type CancelOptions = z.output<typeof loose.cancelOptions>;
 
 /** Pipeline-wide metadata (Vela `pipeline.Metadata`). */
-export interface Metadata {
-  template: boolean;
-  clone: boolean;
-  /** Which of `steps`, `services`, `secrets` receive the VELA_* environment. */
-  environment: string[];
-  auto_cancel: CancelOptions | null;
-  [k: string]: unknown;
-}
+export type Metadata = z.output<typeof loose.metadata>;
 
 /** Worker routing of a build. */
-export interface Worker {
-  flavor: string;
-  platform: string;
-  [k: string]: unknown;
-}
+export type Worker = z.output<typeof loose.worker>;
 
 /** One deployment parameter declaration. */
-export interface DeploymentParameter {
-  description: string;
-  type: string;
-  required: boolean;
-  options: string[];
-  min: number;
-  max: number;
-  [k: string]: unknown;
-}
+export type DeploymentParameter = z.output<typeof loose.parameter>;
 
 /** Deployment configuration of a pipeline. */
-export interface Deployment {
-  targets: string[];
-  parameters: Record<string, DeploymentParameter>;
-  [k: string]: unknown;
-}
+export type Deployment = z.output<typeof loose.deployment>;
 
 /**
  * A compiled pipeline: what a Vela server hands a worker (Vela `pipeline.Build`).
@@ -213,29 +100,14 @@ export interface Deployment {
  * Gotcha: a build has `steps` or `stages`, never both. `environment` accepts Vela's
  * `KEY=VALUE` list form as well as a map; it is always a map after parsing.
  */
-export interface Build {
-  id: string;
-  version: string;
-  token: string;
-  token_exp: number;
-  metadata: Metadata;
-  git: Git | null;
-  environment: Record<string, string>;
-  worker: Worker;
-  deployment: Deployment;
-  secrets: Secret[];
-  services: Container[];
-  stages: Stage[];
-  steps: Container[];
-  [k: string]: unknown;
-}
+export type Build = z.output<typeof loose.build>;
 
 // ---------------------------------------------------------------------------------------------
 // Schemas. Every field is `nullish` (Go may send null for nil slices/maps/pointers, and omits
 // empty values) and transforms to its zero value.
 
 /** Builds either a loose (unknown keys kept) or strict (unknown keys are issues) object schema. */
-type ObjectFactory = <S extends z.core.$ZodLooseShape>(shape: S) => z.ZodObject<S, z.core.$loose> | z.ZodObject<S, z.core.$strict>;
+type ObjectFactory = <S extends z.core.$ZodLooseShape>(shape: S) => z.ZodObject<S, z.core.$loose>;
 
 const str = () =>
   z
@@ -428,11 +300,12 @@ function makeSchemas(obj: ObjectFactory) {
     origin: z.preprocess((v) => (isZeroDeep(v) ? null : v), nullable(container)),
     pull: str(),
   });
+  const cancelOptions = obj({ running: bool(), pending: bool(), default_branch: bool() });
   const metadata = obj({
     template: bool(),
     clone: bool(),
     environment: strings(),
-    auto_cancel: nullable(obj({ running: bool(), pending: bool(), default_branch: bool() })),
+    auto_cancel: nullable(cancelOptions),
   });
   const worker = obj({ flavor: str(), platform: str() });
   const parameter = obj({
@@ -471,11 +344,12 @@ function makeSchemas(obj: ObjectFactory) {
       .transform((v) => v ?? []),
     steps: containers(),
   });
-  return { rules, ruleset, stepSecret, ulimit, volume, container, stage, secret, metadata, worker, build };
+  return { rules, ruleset, stepSecret, ulimit, volume, artifacts, git, container, stage, secret, cancelOptions, metadata, worker, parameter, deployment, build };
 }
 
 const loose = makeSchemas((shape) => z.looseObject(shape));
-const strict = makeSchemas((shape) => z.strictObject(shape));
+// The strict twin only finds unknown keys; its objects are typed as the loose ones.
+const strict = makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory);
 
 /** zod schema of a compiled {@link Build} (unknown keys kept). Output fields are zero-filled. */
 export const BuildSchema: z.ZodType<Build, unknown> = loose.build;

@@ -53,7 +53,7 @@ describe('compilePipeline', () => {
 
   it('refuses starlark files', () => {
     const result = compilePipeline('def main(ctx): return {}', { file: '.vela.star' });
-    expect(result).toMatchObject({ ok: false, errors: [{ file: '.vela.star', line: 1, column: 1, message: expect.stringContaining('starlark') as string }] });
+    expect(result).toMatchObject({ ok: false, errors: [{ file: '.vela.star', line: 1, column: 1, message: expect.stringContaining('Starlark') as string }] });
   });
 
   it('gives every step the full VELA_* environment under its own variables', () => {

@@ -11,7 +11,7 @@ import { formatResolvedConfig } from '../config/check-config.ts';
 import { addSettingOptions } from '../config/options.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
 import { createLogger } from '../logger.ts';
-import { compileFile, DEFAULT_PIPELINE_FILE } from '../pipeline-file.ts';
+import { compileFile, DEFAULT_PIPELINE_FILE, pipelineFlagOptions, pipelineOptions, type PipelineFlags } from '../pipeline-file.ts';
 import { loadRuntime } from '../plugins/load.ts';
 import { collect } from './compile.ts';
 import { VERSION } from '../version.ts';
@@ -19,8 +19,9 @@ import { VERSION } from '../version.ts';
 
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
-  const cmd = program
-    .command('exec')
+  const cmd = pipelineFlagOptions(
+    program
+      .command('exec')
     .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
     .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
     .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
@@ -28,16 +29,17 @@ export function execCommand(program: Command, io: Io): void {
     .option('--secrets-file <file>', 'secrets as name=value lines')
     .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
     .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-    .option('--runtime-option <key=value>', 'an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes', collect, [])
-    .option('--build-number <n>', 'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers')
-    .option('--no-color', 'no colours, even on a terminal');
+      .option('--runtime-option <key=value>', 'an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes', collect, [])
+      .option('--build-number <n>', 'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers')
+      .option('--no-color', 'no colours, even on a terminal'),
+  );
   addSettingOptions(cmd, 'exec');
-  cmd.action(async (file: string, flags: ExecFlags) => {
+  cmd.action(async (file: string, flags: ExecFlags & PipelineFlags) => {
     io.exitCode = await execPipeline(file, flags, io);
   });
 }
 
-async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<number> {
+async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = parseExecConfig(flags, io.env, io.cwd);
   if (flags.checkConfig === true) {
@@ -54,7 +56,7 @@ async function execPipeline(file: string, flags: ExecFlags, io: Io): Promise<num
     builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits },
   });
 
-  const compiled = compileFile(file, io.cwd, { secrets, environment, identity: { org: '', repo: '', number: config.buildNumber, local: true } });
+  const compiled = compileFile(file, io.cwd, { secrets, environment, ...pipelineOptions(file, io.cwd, flags), identity: { org: '', repo: '', number: config.buildNumber, local: true } });
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';

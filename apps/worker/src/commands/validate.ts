@@ -2,16 +2,17 @@ import type { Command } from 'commander';
 import { compilePipeline } from '@berth/pipeline';
 import type { Io } from '../io.ts';
 import { EXIT } from '../exit-codes.ts';
-import { DEFAULT_PIPELINE_FILE, formatCompileErrors, readPipelineFile } from '../pipeline-file.ts';
+import { DEFAULT_PIPELINE_FILE, formatCompileErrors, pipelineFlagOptions, pipelineOptions, readPipelineFile, type PipelineFlags } from '../pipeline-file.ts';
 
 /** `berth validate [file]`: every problem with file, line, column and a hint; exit 1 if any. */
 export function validateCommand(program: Command, io: Io): void {
-  program
-    .command('validate')
-    .description('check a Vela pipeline file and list every problem with its line and column')
-    .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .action((file: string) => {
-      const result = compilePipeline(readPipelineFile(file, io.cwd), { file });
+  pipelineFlagOptions(
+    program
+      .command('validate')
+      .description('check a Vela pipeline file and list every problem with its line and column')
+      .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE),
+  ).action((file: string, flags: PipelineFlags) => {
+      const result = compilePipeline(readPipelineFile(file, io.cwd), { file, ...pipelineOptions(file, io.cwd, flags) });
       for (const warning of result.warnings) io.stderr.write(`warning: ${warning}\n`);
       if (!result.ok) {
         io.stderr.write(`${formatCompileErrors(result.errors)}\n`);

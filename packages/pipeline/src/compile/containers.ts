@@ -11,6 +11,8 @@ import { parseRuleset } from './rules.ts';
 
 /** Where a compiled container came from, for errors found after transformation. */
 export interface Origin {
+  /** The document the nodes belong to (a template's, or null for the pipeline file's). */
+  doc: Ctx | null;
   /** null for the implicit init and clone steps. */
   node: Node | null;
   nameNode: Node | null;
@@ -23,7 +25,20 @@ export interface Parsed {
   parameters: Record<string, unknown>;
   ownEnvironment: Record<string, string>;
   origin: Origin;
-  template: boolean;
+  /** The step's `template:` call, when it has one (expanded by templates.ts). */
+  template: TemplateCall | null;
+}
+
+/** A step's `template:` key: which template, with which `vars`. */
+export interface TemplateCall {
+  name: string;
+  vars: Record<string, unknown>;
+  node: Node;
+}
+
+/** The context that positions errors about `p`: its own document's. */
+export function docOf(ctx: Ctx, p: Parsed): Ctx {
+  return p.origin.doc ?? ctx;
 }
 
 export const PULL_VALUES: readonly string[] = ['always', 'not_present', 'on_start', 'never'];
@@ -167,13 +182,10 @@ export function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secr
   const keys = ctx.known(node, kind, allowed);
   if (keys === null) return null;
   const { name, nameNode } = nameOf(ctx, keys, node, kind);
-  const template = keys.has('template');
-  if (template) {
-    ctx.error(keys.get('template')?.keyNode, `templates are not supported by Berth (step ${name})`, 'inline the template\'s steps in the pipeline');
-  }
+  const template = parseTemplateCall(ctx, keys.get('template'));
   const c = emptyContainer({ name });
   c.image = ctx.string(keys.get('image'), `${kind} image`);
-  if (c.image === '' && !template) ctx.error(nameNode ?? node, `no image provided for ${kind} ${name}`, 'add image: <image reference>, e.g. alpine:3.20');
+  if (c.image === '' && template === null) ctx.error(nameNode ?? node, `no image provided for ${kind} ${name}`, 'add image: <image reference>, e.g. alpine:3.20');
   c.commands = ctx.strings(keys.get('commands'), 'commands');
   c.entrypoint = ctx.strings(keys.get('entrypoint'), 'entrypoint');
   const ownEnvironment = ctx.envMap(keys.get('environment'), 'environment');
@@ -198,7 +210,7 @@ export function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secr
   const parameters = parseParameters(ctx, keys.get('parameters'));
   if (
     kind === 'step' &&
-    !template &&
+    template === null &&
     name !== 'clone' &&
     name !== 'init' &&
     c.commands.length === 0 &&
@@ -209,7 +221,7 @@ export function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secr
   ) {
     ctx.error(nameNode ?? node, `no commands, environment, parameters, secrets or template provided for step ${name}`, 'add commands: [...] (or parameters for a plugin)');
   }
-  return { container: c, parameters, ownEnvironment, origin: { node, nameNode, imageNode: keys.get('image')?.value ?? null }, template };
+  return { container: c, parameters, ownEnvironment, origin: { doc: ctx.via !== '' ? ctx : null, node, nameNode, imageNode: keys.get('image')?.value ?? null }, template };
 }
 
 export function builtinStep(name: string, image: string): Parsed {
@@ -217,8 +229,8 @@ export function builtinStep(name: string, image: string): Parsed {
     container: emptyContainer({ name, image, pull: 'not_present' }),
     parameters: {},
     ownEnvironment: {},
-    origin: { node: null, nameNode: null, imageNode: null },
-    template: false,
+    origin: { doc: null, node: null, nameNode: null, imageNode: null },
+    template: null,
   };
 }
 
@@ -248,8 +260,15 @@ export function parseSteps(ctx: Ctx, entry: Entry | undefined, what: string): Pa
   return out;
 }
 
-export function parseSecrets(ctx: Ctx, entry: Entry | undefined, values: Record<string, string> | undefined): { secret: Secret; origin: Parsed | null; node: Node }[] {
-  const out: { secret: Secret; origin: Parsed | null; node: Node }[] = [];
+/** A declared secret, with its origin container when it has one. */
+export interface SecretEntry {
+  secret: Secret;
+  origin: Parsed | null;
+  node: Node;
+}
+
+export function parseSecrets(ctx: Ctx, entry: Entry | undefined, values: Record<string, string> | undefined): SecretEntry[] {
+  const out: SecretEntry[] = [];
   for (const node of ctx.list(entry, 'secrets')) {
     const keys = ctx.known(node, 'secret', SECRET_KEYS);
     if (keys === null) continue;
@@ -318,4 +337,20 @@ export function parseStages(ctx: Ctx, entry: Entry): ParsedStage[] {
     });
   }
   return out;
+}
+
+/** A step's `template: { name, vars }` (compiler/types/yaml/template.go StepTemplate). */
+function parseTemplateCall(ctx: Ctx, entry: Entry | undefined): TemplateCall | null {
+  if (entry === undefined || entry.value === null || ctx.isNull(entry.value)) return null;
+  const keys = ctx.known(entry.value, 'step template', ['name', 'vars']);
+  if (keys === null) return null;
+  const name = ctx.string(keys.get('name'), 'template name');
+  if (name === '') ctx.error(entry.value, 'no name provided for the step\'s template', 'add name: <a name under templates:>');
+  const varsEntry = keys.get('vars');
+  const vars = varsEntry?.value != null && !ctx.isNull(varsEntry.value) ? ctx.toJS(varsEntry.value) : {};
+  if (vars === null || typeof vars !== 'object' || Array.isArray(vars)) {
+    ctx.error(varsEntry?.value, 'template vars must be a mapping');
+    return { name, vars: {}, node: keys.get('name')?.value ?? entry.value };
+  }
+  return { name, vars: vars as Record<string, unknown>, node: keys.get('name')?.value ?? entry.value };
 }

@@ -26,12 +26,14 @@ export interface Entry {
 }
 
 export class Ctx {
-  readonly errors: CompileError[] = [];
-  readonly warnings: string[] = [];
+  errors: CompileError[] = [];
+  warnings: string[] = [];
   readonly file: string;
   readonly lc: LineCounter;
   readonly doc: Document;
   readonly strict: boolean;
+  /** Where a template document was used (`template "x" used by step "y" at p.yml:3:5`), added to its messages. */
+  via = '';
   constructor(file: string, lc: LineCounter, doc: Document, strict = false) {
     this.file = file;
     this.lc = lc;
@@ -39,10 +41,25 @@ export class Ctx {
     this.strict = strict;
   }
 
+  /** A context for another document (a rendered template) that reports into the same lists. */
+  child(file: string, lc: LineCounter, doc: Document, via: string): Ctx {
+    const c = new Ctx(file, lc, doc, this.strict);
+    c.errors = this.errors;
+    c.warnings = this.warnings;
+    c.via = via;
+    return c;
+  }
+
+  /** `file:line:column` of a node of this document. */
+  where(node: Node | null | undefined): string {
+    const { line, col } = this.lc.linePos(node?.range?.[0] ?? 0);
+    return `${this.file}:${line}:${col}`;
+  }
+
   /** A warning located like an error: `file:line:column: message (hint)`, each once. */
   warn(node: Node | null | undefined, message: string, hint?: string): void {
     const { line, col } = this.lc.linePos(node?.range?.[0] ?? 0);
-    const text = `${this.file}:${line}:${col}: ${message}${hint !== undefined ? ` (${hint})` : ''}`;
+    const text = `${this.file}:${line}:${col}: ${message}${this.via !== '' ? ` (${this.via})` : ''}${hint !== undefined ? ` (${hint})` : ''}`;
     if (!this.warnings.includes(text)) this.warnings.push(text);
   }
 
@@ -61,7 +78,7 @@ export class Ctx {
     const at = node ?? fallback ?? null;
     const offset = at?.range?.[0] ?? 0;
     const { line, col } = this.lc.linePos(offset);
-    const err: CompileError = { file: this.file, line, column: col, message };
+    const err: CompileError = { file: this.file, line, column: col, message: this.via !== '' ? `${message} (${this.via})` : message };
     if (hint !== undefined) err.hint = hint;
     this.errors.push(err);
   }

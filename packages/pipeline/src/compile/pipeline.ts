@@ -12,7 +12,9 @@ import { builtinStep, parseGit, parseInt64, parseSecrets, parseStages, parseStep
 import { checkContainerIds, checkNames, checkNeeds } from './checks.ts';
 import { Ctx, type CompileError, type Entry } from './document.ts';
 import { METADATA_KEYS, suggest, TOP_KEYS } from './keys.ts';
+import { renderGoTemplate, TemplateError, velaFunctions } from '../template/go-template.ts';
 import { substituteContainer } from './substitution.ts';
+import { DEFAULT_TEMPLATE_DEPTH, expandSteps, parseTemplates, renderInline, type ExpandState, type TemplateLoader } from './templates.ts';
 
 /** Options of {@link compilePipeline}. */
 export interface CompileOptions {
@@ -48,6 +50,18 @@ export interface CompileOptions {
    * default, naming the closest known key).
    */
   strict?: boolean;
+  /**
+   * Reads the templates steps call (`template: { name, vars }`); see {@link TemplateLoader}.
+   * Without it, a step that calls a template is an error naming the template.
+   */
+  templates?: TemplateLoader;
+  /** How deep templates may call templates (Vela's `VELA_MAX_TEMPLATE_DEPTH`, default 3). */
+  templateDepth?: number;
+  /**
+   * `go` (or `golang`): the file itself is a Go template, rendered before it is read (Vela's
+   * pipeline type). `starlark` is refused. Default `yaml`.
+   */
+  pipelineType?: string;
 }
 
 /**
@@ -77,8 +91,21 @@ export const INIT_IMAGE = '#init';
  */
 export function compilePipeline(source: string, options: CompileOptions): CompileResult {
   const file = options.file;
-  if (/\.(star|py)$/i.test(file)) {
-    return { ok: false, errors: [{ file, line: 1, column: 1, message: 'starlark pipelines are not supported by Berth', hint: 'write the pipeline as YAML (version "1")' }], warnings: [] };
+  const pipelineType = (options.pipelineType ?? '').toLowerCase();
+  if (pipelineType === 'starlark' || /\.(star|py)$/i.test(file)) {
+    return { ok: false, errors: [{ file, line: 1, column: 1, message: 'Starlark pipelines are not supported by Berth (no maintained Starlark interpreter runs on Node)', hint: 'write the pipeline as YAML (version "1"), or as a Go template with --pipeline-type go' }], warnings: [] };
+  }
+  if (!['', 'yaml', 'go', 'golang'].includes(pipelineType)) {
+    return { ok: false, errors: [{ file, line: 1, column: 1, message: `pipeline type "${options.pipelineType ?? ''}" is not supported`, hint: 'use yaml (the default) or go' }], warnings: [] };
+  }
+  if (pipelineType === 'go' || pipelineType === 'golang') {
+    // compiler/native/parse.go: a Go pipeline is rendered (RenderBuild) before it is read.
+    try {
+      source = renderGoTemplate(source, {}, velaFunctions({ ...velaEnvironment(options.metadata ?? {}), ...options.environment }, ''));
+    } catch (error) {
+      if (!(error instanceof TemplateError)) throw error;
+      return { ok: false, errors: [{ file, line: error.line, column: 1, message: `unable to render the pipeline as a Go template: ${error.message}` }], warnings: [] };
+    }
   }
   const lc = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lc, merge: true, uniqueKeys: true, prettyErrors: false });
@@ -117,12 +144,12 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   } else if (version !== '1') {
     ctx.error(versionEntry.value, `pipeline version "${version}" is not supported`, 'use version: "1"');
   }
-  const templates = top.get('templates');
-  if (templates !== undefined) ctx.error(templates.keyNode, 'templates are not supported by Berth', 'inline the templates\' steps in the pipeline');
+  const templates = parseTemplates(ctx, top.get('templates'));
 
   // metadata
   const build = emptyBuild({ version });
   let metadataClone: boolean | null = null;
+  let renderInlineWanted = false;
   let metadataEnvironment = ['steps', 'services', 'secrets'];
   const metadataEntry = top.get('metadata');
   if (metadataEntry?.value != null && !ctx.isNull(metadataEntry.value)) {
@@ -136,7 +163,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
           if (!['steps', 'services', 'secrets'].includes(v)) ctx.error(m.get('environment')?.value, `invalid metadata environment "${v}"`, 'use steps, services and/or secrets');
         }
       }
-      if (ctx.bool(m.get('render_inline'), 'render_inline')) ctx.error(m.get('render_inline')?.keyNode, 'render_inline templates are not supported by Berth');
+      renderInlineWanted = ctx.bool(m.get('render_inline'), 'render_inline');
       const ac = m.get('auto_cancel');
       const autoCancel: CancelOptions = { running: false, pending: false, default_branch: false };
       if (ac?.value != null && !ctx.isNull(ac.value)) {
@@ -196,7 +223,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     ctx.error(stagesEntry.keyNode, 'stages and steps provided', 'use either steps or stages, not both');
   }
   if ((stepsEntry === undefined || ctx.isNull(stepsEntry.value)) && (stagesEntry === undefined || ctx.isNull(stagesEntry.value))) {
-    ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
+    if (!renderInlineWanted && templates.size === 0) ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   const services: Parsed[] = [];
   for (const node of ctx.list(top.get('services'), 'services')) {
@@ -204,8 +231,36 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     if (parsed !== null) services.push(parsed);
   }
   const secrets = parseSecrets(ctx, top.get('secrets'), options.secrets);
-  const steps = stepsEntry !== undefined ? parseSteps(ctx, stepsEntry, 'steps') : [];
+  let steps = stepsEntry !== undefined ? parseSteps(ctx, stepsEntry, 'steps') : [];
   const stages = stagesEntry !== undefined && stepsEntry === undefined ? parseStages(ctx, stagesEntry) : [];
+
+  // templates (compiler/native/expand.go ExpandSteps, ExpandStages)
+  const ruleData = options.ruleData !== undefined ? { ...options.ruleData, status: 'pending' } : undefined;
+  const defaults = velaEnvironment(options.metadata ?? {});
+  const forSteps = metadataEnvironment.includes('steps') ? globalEnvironment : {};
+  const expansion: ExpandState = {
+    load: options.templates,
+    maxDepth: options.templateDepth ?? DEFAULT_TEMPLATE_DEPTH,
+    ruleData,
+    stepEnvironment: (p) => ({ ...forSteps, ...p.ownEnvironment, ...defaults }),
+    secretValues: options.secrets,
+    secrets,
+    services,
+    environment: globalEnvironment,
+  };
+  if (renderInlineWanted) {
+    // compiler/native/validate.go ValidateYAML: render_inline and step templates do not mix.
+    for (const p of [...steps, ...stages.flatMap((s) => s.steps)]) {
+      if (p.template !== null) ctx.error(p.template.node, `step ${p.container.name}: cannot combine render_inline and a step that references a template`, 'remove render_inline, or the step\'s template:');
+    }
+    const inline = renderInline(ctx, templates, expansion, { ...globalEnvironment, ...defaults }, expansion.maxDepth);
+    steps.push(...inline.steps);
+    stages.push(...inline.stages);
+    if (steps.length > 0 && stages.length > 0) ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
+    if (steps.length === 0 && stages.length === 0 && ctx.errors.length === 0) ctx.error(root, 'no stages, steps or templates provided', 'add steps: [...]');
+  }
+  steps = expandSteps(ctx, steps, templates, expansion, expansion.maxDepth);
+  for (const s of stages) s.steps = expandSteps(ctx, s.steps, templates, expansion, expansion.maxDepth);
 
   checkNeeds(ctx, stages, cloneWanted);
 
@@ -226,15 +281,13 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       if (cloneWanted && s.stage.name !== 'clone' && s.stage.name !== 'init' && !s.stage.needs.includes('clone')) s.stage.needs.push('clone');
     }
     stages.unshift(...builtins);
-  } else if (stepsEntry !== undefined) {
+  } else if (stepsEntry !== undefined || steps.length > 0) {
     const builtins = [builtinStep('init', INIT_IMAGE)];
     if (cloneWanted) builtins.push(builtinStep('clone', cloneImage));
     steps.unshift(...builtins);
   }
 
   // environment: pipeline → stage → step → VELA_* defaults → local extras → PARAMETER_*
-  const defaults = velaEnvironment(options.metadata ?? {});
-  const forSteps = metadataEnvironment.includes('steps') ? globalEnvironment : {};
   const forServices = metadataEnvironment.includes('services') ? globalEnvironment : {};
   const forSecrets = metadataEnvironment.includes('secrets') ? globalEnvironment : {};
   const extras = options.environment ?? {};
@@ -278,7 +331,6 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   }
 
   // transform (purge by compile-time rules, number)
-  const ruleData = options.ruleData !== undefined ? { ...options.ruleData, status: 'pending' } : undefined;
   const keep = (p: Parsed): boolean => {
     if (ruleData === undefined) return true;
     try {

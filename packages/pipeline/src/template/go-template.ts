@@ -97,7 +97,7 @@ function tokenizeAction(src: string, line: number): Token[] {
       i += num[0].length;
       continue;
     }
-    const m = /^(\$[A-Za-z0-9_]*|\.[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*)/.exec(src.slice(i));
+    const m = /^(\$[A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*|\.[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*)/.exec(src.slice(i));
     if (m === null) throw new TemplateError(`unexpected "${c}" in command`, line);
     const w = m[0];
     if (w.startsWith('$')) out.push({ t: 'var', v: w });
