@@ -28,7 +28,7 @@ const GRACE_MS = 1_000;
  * outlives the 30 s cleanup budget (reap finds it). Run them with BERTH_TEST_KUBE_MATRIX=1.
  */
 const KUBE_FULL = process.env.BERTH_TEST_KUBE_MATRIX === '1';
-const MULTILINE = process.env.SOAK_MULTILINE === '1';
+const MULTILINE = process.env.SOAK_MULTILINE !== '0';
 
 const RUNTIMES: RuntimeName[] = ['dummy', 'docker', 'kube-sim'];
 

@@ -1,6 +1,6 @@
 /**
  * Random pipelines for the soak: steps or stages (a DAG on `needs`), services, detached steps,
- * secrets (single-line, and multi-line behind a flag), failing steps with and without `continue`,
+ * secrets (single-line and multi-line), failing steps with and without `continue`,
  * steps slow enough for a timeout or a cancel to catch them running.
  *
  * Shapes follow go-vela/server's compiled pipeline (`compiler/types/pipeline/build.go`): a build
@@ -13,7 +13,7 @@ export const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
 /** What the generator may produce. */
 export interface PipelineOptions {
-  /** Multi-line secret values (`SOAK_MULTILINE=1`; masking of their forms is issue #13 item 1). */
+  /** Multi-line secret values (on unless `SOAK_MULTILINE=0`). */
   multiline: boolean;
   /** The longest sleep of a "slow" step, in seconds (what a timeout or cancel catches). */
   slowSeconds: number;

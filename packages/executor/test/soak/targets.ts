@@ -18,7 +18,7 @@ export async function dummyTarget(): Promise<SoakTarget & { close(): Promise<voi
     slackMs: 1_500,
     budgets: { timeoutMs: [300, 2_500], graceMs: [20, 300], cleanupMs: [300, 1_500] },
     trackResources: true,
-    pipeline: { multiline: process.env.SOAK_MULTILINE === '1', slowSeconds: 3, maxContainers: 8, slowRate: 0.2 },
+    pipeline: { multiline: process.env.SOAK_MULTILINE !== '0', slowSeconds: 3, maxContainers: 8, slowRate: 0.2 },
     close: () => runtime.close(),
   };
 }
@@ -36,7 +36,7 @@ export async function dockerTarget(): Promise<SoakTarget & { close(): Promise<vo
     slackMs: 8_000,
     budgets: { timeoutMs: [3_000, 8_000], graceMs: [100, 1_000], cleanupMs: [8_000, 15_000] },
     trackResources: true,
-    pipeline: { multiline: process.env.SOAK_MULTILINE === '1', slowSeconds: 10, maxContainers: 2, slowRate: 0.05 },
+    pipeline: { multiline: process.env.SOAK_MULTILINE !== '0', slowSeconds: 10, maxContainers: 2, slowRate: 0.05 },
     close: async () => {
       await runtime.reap(background(), workerId).catch(() => undefined);
       await runtime.close();
