@@ -57,6 +57,18 @@ describe('berth start: bad configuration', () => {
     expect(run.stderr).toMatch(/invalid kubernetes runtime configuration: .*kubeconfig/);
   });
 
+  it('a runtime plugin that does not exist: exit 2 naming the path, before anything starts', async () => {
+    const run = await runCli(['start', '--runtime-plugin', './no-such-plugin.js'], { env: BASE });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--runtime \.\/no-such-plugin\.js: no such file .*no-such-plugin\.js/);
+  });
+
+  it('a --runtime-option the built-in runtime does not take: exit 2 listing the options it takes', async () => {
+    const run = await runCli(['start', '--runtime-option', 'colour=blue'], { env: BASE });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/the docker runtime has no option "colour"; its options: socketPath/);
+  });
+
   it('an API port in use: exit 2', async () => {
     const server = createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

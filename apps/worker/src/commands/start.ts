@@ -10,6 +10,7 @@ import type { ConfigSources } from '../config/resolve.ts';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
 import { ConfigError, type StartConfig, type StartConfigRead, type StartExtras, readStartConfig } from '../vela/config.ts';
+import { loadRuntime } from '../plugins/load.ts';
 import { VERSION } from '../version.ts';
 
 export type { StartExtras };
@@ -147,8 +148,18 @@ async function runStart(flags: Record<string, unknown>, io: Io): Promise<number>
     ...(memoryBytes !== undefined ? { memoryBytes } : {}),
     ...(pidsLimit !== undefined ? { pidsLimit } : {}),
   };
+  // A runtime plugin (or options for the built-in one) is checked before anything starts: usage.
+  const plugin =
+    extras.runtimePlugin !== undefined || Object.keys(extras.runtimeOptions).length > 0
+      ? await loadRuntime(extras.runtimePlugin ?? config.runtime.driver, {
+          cwd: io.cwd,
+          options: extras.runtimeOptions,
+          builtinSettings: { ...runtimeSettings, dropCapabilities: config.runtime.dropCapabilities.length > 0 ? config.runtime.dropCapabilities : undefined, kubeconfig: config.runtime.config, namespace: config.runtime.namespace, podsTemplateName: config.runtime.podsTemplateName, podsTemplateFile: config.runtime.podsTemplateFile },
+        })
+      : undefined;
   try {
     daemon = await Daemon.start({
+      ...(plugin ? { runtime: plugin.descriptor } : {}),
       config,
       logger,
       version: VERSION,
@@ -163,8 +174,9 @@ async function runStart(flags: Record<string, unknown>, io: Io): Promise<number>
     const code = (e as { code?: string }).code;
     const msg = e instanceof Error ? ((e as { detail?: string }).detail ?? e.message) : String(e);
     if (code === 'EADDRINUSE' || code === 'EACCES') throw new CommandError(`cannot listen for the worker API: ${msg}`, EXIT.usage);
-    if (code === 'InvalidConfig') throw new CommandError(`invalid ${config.runtime.driver} runtime configuration: ${msg}`, EXIT.usage);
-    throw new CommandError(`cannot start the ${config.runtime.driver} runtime: ${msg}`, EXIT.failed);
+    const runtimeName = plugin?.descriptor.name ?? config.runtime.driver;
+    if (code === 'InvalidConfig') throw new CommandError(`invalid ${runtimeName} runtime configuration: ${msg}`, EXIT.usage);
+    throw new CommandError(`cannot start the ${runtimeName} runtime: ${msg}`, EXIT.failed);
   }
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {

@@ -208,6 +208,14 @@ export const SETTINGS = {
     help: 'docker: capabilities dropped from every container', group: 'Runtime', commands: start,
   },
   // ── Berth's own settings ──────────────────────────────────────────────────────────────────
+  runtimePlugin: {
+    flag: 'runtime-plugin', env: ['BERTH_RUNTIME_PLUGIN'], type: 'string', defaultHelp: 'runtime.driver',
+    help: 'run builds on a runtime plugin instead: host, an installed package name or a path to its module (`berth runtimes` lists them); runtime.driver is still what the server is told', group: 'Runtime', commands: start,
+  },
+  runtimeOptions: {
+    flag: 'runtime-option', env: ['BERTH_RUNTIME_OPTIONS'], type: 'list', pattern: [/^[^=\s]+=/, 'options look like key=value'],
+    help: "an option for the runtime plugin (repeatable, or comma-separated), e.g. namespace=ci", group: 'Runtime', commands: start,
+  },
   pauseImage: {
     flag: 'kubernetes-pause-image', env: ['BERTH_KUBERNETES_PAUSE_IMAGE'], type: 'string', default: 'kubernetes/pause:latest',
     help: 'kubernetes: the image containers start on', group: 'Runtime', commands: both,

@@ -70,6 +70,10 @@ export interface StartExtras {
   serverTimeoutMs: number;
   pauseImage: string | undefined;
   containerLimits: ContainerLimits;
+  /** `--runtime-plugin`: a plugin to load instead of the driver's built-in runtime. */
+  runtimePlugin: string | undefined;
+  /** `--runtime-option key=value` pairs for that plugin (or the built-in runtime). */
+  runtimeOptions: Record<string, string>;
 }
 
 /** Sources of `berth start`'s configuration. */
@@ -185,6 +189,8 @@ export function readStartConfig(sources: StartSources = { env: process.env }): S
     serverTimeoutMs: v.serverTimeout!,
     pauseImage: resolved.sourceOf.pauseImage === 'default' ? undefined : v.pauseImage,
     containerLimits: { cpus: v.containerCpus, memoryBytes: v.containerMemory, pidsLimit: v.containerPids },
+    runtimePlugin: v.runtimePlugin || undefined,
+    runtimeOptions: Object.fromEntries((v.runtimeOptions ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };
   return { config, extras, values: v, sourceOf: resolved.sourceOf };
 }
