@@ -157,3 +157,56 @@ describe('VelaSim', () => {
     expect((await call('GET', `/api/v1/secrets/native/repo/octo/${repo}/password`, stranger)).status).toBe(401);
   });
 });
+
+describe('VelaSim follows the server', () => {
+  // router/secret.go: secrets.GET("/*secret", ...) is a catch-all, so a name may hold slashes.
+  it('serves a secret whose name contains a slash (the wildcard secret route)', async () => {
+    const repo = `r-${randomUUID().slice(0, 8)}`;
+    sim.addSecret('native', 'shared', 'octo', 'team', 'deploy/key', { value: 'k3y', images: [] });
+    const got = await call('GET', '/api/v1/secrets/native/shared/octo/team/deploy/key', sim.secret);
+    expect(got.status).toBe(200);
+    expect((got.json as { name?: string; value?: string }).value).toBeUndefined(); // the shared secret sees it sanitized
+    expect((await call('GET', `/api/v1/secrets/native/repo/octo/${repo}/nope`, sim.secret)).status).toBe(404);
+  });
+
+  // api/build/cancel.go CancelBuild and CancelRunning.
+  it('cancels a pending build in its records and refuses a finished one', async () => {
+    const repo = `r-${randomUUID().slice(0, 8)}`;
+    const { build } = await sim.enqueueBuild({ org: 'octo', repo, pipeline, noPush: true });
+    const cancelled = await call('DELETE', `/api/v1/repos/octo/${repo}/builds/${build.number}/cancel`, sim.secret);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.json).toMatchObject({ status: 'canceled', error: 'pending build was canceled by vela-admin' });
+    const again = await call('DELETE', `/api/v1/repos/octo/${repo}/builds/${build.number}/cancel`, sim.secret);
+    expect(again.status).toBe(400);
+    expect(again.text).toContain('but its status was canceled');
+  });
+
+  it('cancels a running build through the worker that runs it: GET executors, then DELETE the executor\'s build', async () => {
+    const { createServer } = await import('node:http');
+    const repo = `r-${randomUUID().slice(0, 8)}`;
+    const { build } = await sim.enqueueBuild({ org: 'octo', repo, pipeline, noPush: true });
+    const seen: string[] = [];
+    const worker = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization?.startsWith('Bearer ') ? 'bearer' : 'none'}`);
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'GET' && req.url === '/api/v1/executors') res.end(JSON.stringify([{ id: 0, build: { id: -1 } }, { id: 3, build: { id: build.id } }]));
+      else if (req.method === 'DELETE' && req.url === '/api/v1/executors/3/build/cancel') res.end(JSON.stringify({ id: build.id, status: 'canceled' }));
+      else res.writeHead(404).end('{}');
+    });
+    await new Promise<void>((resolve) => worker.listen(0, '127.0.0.1', resolve));
+    try {
+      const host = `w-${randomUUID().slice(0, 8)}`;
+      const port = (worker.address() as { port: number }).port;
+      await call('POST', '/api/v1/workers', sim.secret, { hostname: host, address: `http://127.0.0.1:${port}` });
+      const record = sim.findBuild('octo', repo, build.number!)!;
+      record.status = 'running';
+      record.host = host;
+      const cancelled = await call('DELETE', `/api/v1/repos/octo/${repo}/builds/${build.number}/cancel`, sim.secret);
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.json).toEqual({ id: build.id, status: 'canceled' });
+      expect(seen).toEqual(['GET /api/v1/executors bearer', 'DELETE /api/v1/executors/3/build/cancel bearer']);
+    } finally {
+      await new Promise((resolve) => worker.close(resolve));
+    }
+  });
+});

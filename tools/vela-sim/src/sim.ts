@@ -110,7 +110,8 @@ class HttpError extends Error {
 }
 
 type Params = Record<string, string>;
-type Handler = (req: { caller: Caller; params: Params; body: unknown; query: URLSearchParams; headers: IncomingMessage['headers'] }) => { status: number; body: unknown };
+type Reply = { status: number; body: unknown };
+type Handler = (req: { caller: Caller; params: Params; body: unknown; query: URLSearchParams; headers: IncomingMessage['headers'] }) => Reply | Promise<Reply>;
 
 /** An SCM install token the sim minted (server `cache/models/install_token.go`, kept per build). */
 export interface InstallTokenRecord {
@@ -528,9 +529,10 @@ export class VelaSim {
 
   #route(method: string, pattern: string, handler: Handler): void {
     const keys: string[] = [];
-    const source = pattern.replace(/:([a-z]+)/g, (_m, k: string) => {
+    // `:name` is one segment; a trailing `*name` is the rest of the path (gin's catch-all).
+    const source = pattern.replace(/([:*])([a-z]+)/g, (_m, kind: string, k: string) => {
       keys.push(k);
-      return '([^/]+)';
+      return kind === '*' ? '(.+)' : '([^/]+)';
     });
     this.#routes.push({ method, re: new RegExp(`^${source}$`), keys, handler });
   }
@@ -665,6 +667,12 @@ export class VelaSim {
       return { status: 200, body: { token: this.mintToken('IDRequest', caller.claims.sub, ttl, { build_id: b.id!, repo: b.repo!.full_name! }) } };
     });
 
+    // router/build.go: b.DELETE("/cancel", perm.MustWrite(), build.CancelBuild). The sim has no
+    // users: the shared secret stands for an operator with write access.
+    this.#route('DELETE', `${B}/cancel`, ({ caller, params }) => {
+      if (!caller.viaSecret) throw new HttpError(401, `invalid token type: ${caller.claims.token_type} (want a user with write access)`);
+      return this.#cancel(this.#build(params), 'vela-admin');
+    });
     this.#route('GET', B, ({ caller, params }) => {
       const b = this.#build(params);
       this.#requireBuildAccess(caller, b);
@@ -766,7 +774,9 @@ export class VelaSim {
       });
     }
 
-    this.#route('GET', '/api/v1/secrets/:engine/:type/:org/:name/:key', ({ caller, params }) => {
+    // server router/secret.go: secrets.GET("/*secret", secret.GetSecret) under
+    // /secrets/:engine/:type/:org/:name — a catch-all, so a secret's name may contain slashes.
+    this.#route('GET', '/api/v1/secrets/:engine/:type/:org/:name/*key', ({ caller, params }) => {
       const path = `${params.engine}/${params.type}/${params.org}/${params.name}/${params.key}`;
       if (!['org', 'repo', 'shared'].includes(params.type!)) throw new HttpError(400, `invalid secret type: ${params.type}`);
       if (!caller.viaSecret && caller.claims.token_type !== 'WorkerBuild') {
@@ -785,6 +795,49 @@ export class VelaSim {
     });
   }
 
+  /**
+   * The server's cancel, api/build/cancel.go CancelBuild: a running build is cancelled on the
+   * worker that runs it (CancelRunning: GET the worker's /api/v1/executors, then DELETE
+   * /api/v1/executors/{id}/build/cancel with a server token) and the worker's answer is returned;
+   * a running build no executor has is marked canceled as stale; a pending one is marked
+   * canceled; any other status is a 400.
+   */
+  async #cancel(build: VelaBuild, user: string): Promise<Reply> {
+    const entry = `${build.repo?.full_name ?? '?'}#${build.number}`;
+    if (build.status === 'running') {
+      const worker = build.host ? this.workers.get(build.host) : undefined;
+      if (!worker?.address) throw new HttpError(500, `unable to cancel running build ${entry}: no worker for host ${build.host ?? ''}`);
+      const auth = { authorization: `Bearer ${this.serverToWorkerToken()}` };
+      let executors: Array<{ id?: number; build?: { id?: number } }>;
+      try {
+        const res = await fetch(`${worker.address}/api/v1/executors`, { headers: auth, signal: AbortSignal.timeout(30_000) });
+        executors = (await res.json()) as typeof executors;
+      } catch (e) {
+        throw new HttpError(500, `unable to cancel running build ${entry}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const executor = Array.isArray(executors) ? executors.find((x) => x.build?.id === build.id) : undefined;
+      if (executor) {
+        try {
+          const res = await fetch(`${worker.address}/api/v1/executors/${executor.id}/build/cancel`, { method: 'DELETE', headers: auth, signal: AbortSignal.timeout(30_000) });
+          return { status: 200, body: await res.json() };
+        } catch (e) {
+          throw new HttpError(500, `unable to cancel running build ${entry}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      build.error = `stale build was canceled by ${user}`;
+      build.status = 'canceled';
+      build.finished = Math.floor(Date.now() / 1000);
+      return { status: 200, body: build };
+    }
+    if (build.status === 'pending' || build.status === 'pending approval') {
+      build.error = `${build.status} build was canceled by ${user}`;
+      build.status = 'canceled';
+      build.finished = Math.floor(Date.now() / 1000);
+      return { status: 200, body: build };
+    }
+    throw new HttpError(400, `found build ${entry} but its status was ${build.status}`);
+  }
+
   #workerToken(caller: Caller): string {
     if (caller.claims.token_type === 'ServerWorker') return this.secret;
     return this.mintToken('WorkerAuth', caller.claims.sub, this.#options.workerAuthTokenTtlSec ?? 20 * 60);
@@ -796,10 +849,10 @@ export class VelaSim {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('error', () => undefined);
-    req.on('end', () => this.#handle(req, res, Buffer.concat(chunks)));
+    req.on('end', () => void this.#handle(req, res, Buffer.concat(chunks)));
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse, raw: Buffer): void {
+  async #handle(req: IncomingMessage, res: ServerResponse, raw: Buffer): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
     const url = new URL(req.url ?? '/', 'http://sim');
     const path = url.pathname;
@@ -850,7 +903,7 @@ export class VelaSim {
       const caller = this.#authenticate(req);
       record.tokenType = caller.claims.token_type;
       if (raw.length > 0 && body === undefined) throw new HttpError(400, 'unable to decode JSON: invalid character in request body');
-      ({ status, body: payload } = route.handler({ caller, params, body, query: url.searchParams, headers: req.headers }));
+      ({ status, body: payload } = await route.handler({ caller, params, body, query: url.searchParams, headers: req.headers }));
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
       status = e.status;
