@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -167,4 +167,57 @@ describe('remote templates with --github-token and --github-url', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`cannot fetch template echo (github.com/octo/t/echo.yml@v1) from http://127.0.0.1:${port}/api/v3: ECONNREFUSED`);
   });
+});
+
+// Vela's own remote-template testdata (vendored in @berth/pipeline's fixtures, see its MANIFEST.json)
+// served through the contents API the way compiler/native/compile_test.go's mock GitHub serves it
+// (convertFileToGithubResponse: testdata/<basename of the source>, base64 JSON), compiled by
+// `berth compile --github-token --github-url`: each must compile or error as Vela's tests expect.
+describe('Vela testdata with remote templates, fetched from a local contents API', () => {
+  const testdata = path.resolve(import.meta.dirname, '../../../packages/pipeline/test/fixtures/vela/server/compiler/native/testdata');
+  const manifest = JSON.parse(readFileSync(path.resolve(testdata, '../../../../MANIFEST.json'), 'utf8')) as { files: Record<string, { expect: string; containers?: string[] }> };
+  const fetched: string[] = [];
+  const server = createServer((req, res) => {
+    const name = decodeURIComponent((req.url ?? '').split('?')[0]?.split('/').pop() ?? '');
+    fetched.push(name);
+    let text: string;
+    try {
+      text = readFileSync(path.join(testdata, name), 'utf8');
+    } catch {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'file', encoding: 'base64', content: Buffer.from(text).toString('base64') }));
+  });
+  let ghe = '';
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    ghe = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  for (const file of ['steps_pipeline_template.yml', 'stages_pipeline_template.yml', 'template_calls_template.yml', 'template_calls_itself.yml', 'template_name.yml']) {
+    it(file, async () => {
+      const entry = manifest.files[`server/compiler/native/testdata/${file}`];
+      if (entry === undefined) throw new Error(`${file} is not in the MANIFEST`);
+      fetched.length = 0;
+      // `--event ''`: rule data as Vela's tests give it (an empty RuleData purges steps with rulesets).
+      const run = await runCli(['compile', '--event', '', '--github-token', 't', '--github-url', ghe, path.join(testdata, file)], { cwd: dir });
+      expect(fetched.length).toBeGreaterThan(0);
+      if (entry.expect === 'errors') {
+        expect(run.code).toBe(1);
+        if (file === 'template_calls_itself.yml') expect(run.stderr).toMatch(/max template depth of 3 exceeded/);
+        return;
+      }
+      expect(run.stderr.replace(/^warning: .*\n/gm, '')).toBe('');
+      const build = JSON.parse(run.stdout) as { steps?: { name: string }[]; stages?: { name: string; steps: { name: string }[] }[] };
+      const stages = build.stages ?? [];
+      const names = stages.length > 0 ? stages.flatMap((s) => s.steps.map((c) => `${s.name}:${c.name}`)) : (build.steps ?? []).map((c) => c.name);
+      // Vela's tests compile with the clone step; a local `berth compile` has none.
+      if (entry.containers !== undefined) expect(names).toEqual(entry.containers.filter((n) => n !== 'clone' && n !== 'clone:clone'));
+      else expect(names.length).toBeGreaterThan(0);
+    });
+  }
 });
