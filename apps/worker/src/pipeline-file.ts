@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import path from 'node:path';
-import { compilePipeline, type Build, type CompileError, type CompileOptions, type TemplateLoader } from '@berth/pipeline';
+import { compilePipeline, DEFAULT_TEMPLATE_DEPTH, parseTemplateSource, type Build, type CompileError, type CompileOptions, type TemplateLoad, type TemplateLoader, type TemplateReference } from '@berth/pipeline';
 import { CommandError, EXIT } from './exit-codes.ts';
 
 /** The pipeline file `berth` uses when none is named: Vela's default. */
@@ -55,6 +55,10 @@ export interface PipelineFlags {
   tag?: string;
   target?: string;
   comment?: string;
+  /** Token for fetching remote (`type: github`) templates; also VELA_COMPILER_GITHUB_TOKEN / COMPILER_GITHUB_TOKEN. */
+  githubToken?: string;
+  /** GitHub Enterprise URL (API at `<url>/api/v3`); also VELA_COMPILER_GITHUB_URL / COMPILER_GITHUB_URL. */
+  githubUrl?: string;
 }
 
 /** Registers {@link PipelineFlags} on a command. */
@@ -67,16 +71,158 @@ export function pipelineFlagOptions(command: Command): Command {
     .option('--branch <name>', "the build's branch for rulesets")
     .option('--tag <name>', "the build's tag for rulesets")
     .option('--target <name>', "the deployment target for rulesets")
-    .option('--comment <text>', 'the pull request comment for rulesets');
+    .option('--comment <text>', 'the pull request comment for rulesets')
+    .option('--github-token <token>', 'token for fetching remote templates (type github); env VELA_COMPILER_GITHUB_TOKEN or COMPILER_GITHUB_TOKEN')
+    .option('--github-url <url>', `GitHub Enterprise URL for remote templates (API at <url>/api/v3); env VELA_COMPILER_GITHUB_URL or COMPILER_GITHUB_URL; default GitHub.com (${GITHUB_API})`);
+}
+
+/** The options of a compile that {@link PipelineFlags} stand for (templates, pipeline type, strictness, rule data). */
+type FlagOptions = Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'>;
+
+/** GitHub.com's API, where remote templates come from unless --github-url names a GitHub Enterprise. */
+export const GITHUB_API = 'https://api.github.com';
+
+/**
+ * The compile options {@link PipelineFlags} stand for, merged over `base` (the command's own
+ * options: environment, secrets, identity). Templates resolve as `vela exec` does
+ * (go-vela/server compiler/native/expand.go `getTemplate`, local mode): `--template-file
+ * NAME:PATH` first (relative to `cwd`), then `type: file` sources relative to the pipeline file's
+ * directory, then remote (`type: github`) sources.
+ *
+ * Remote templates need a token (--github-token, VELA_COMPILER_GITHUB_TOKEN or
+ * COMPILER_GITHUB_TOKEN, as go-vela/cli command/pipeline/{exec,validate}.go read it); without one
+ * they are refused naming the template, its source and the `--template-file` alternative. With one,
+ * compiling stays synchronous: the file is compiled once to learn which remote templates it uses,
+ * those are fetched from the GitHub contents API, and again until no template is missing (nested
+ * remote templates, at most the template depth deep); the returned loader serves what was fetched.
+ */
+export async function pipelineOptions(file: string, cwd: string, flags: PipelineFlags, env: NodeJS.ProcessEnv = {}, base: Omit<CompileOptions, 'file'> = {}): Promise<Omit<CompileOptions, 'file'>> {
+  const local = localTemplates(file, cwd, flags);
+  const token = nonEmpty(flags.githubToken) ?? nonEmpty(env.VELA_COMPILER_GITHUB_TOKEN) ?? nonEmpty(env.COMPILER_GITHUB_TOKEN);
+  const api = githubApiBase(nonEmpty(flags.githubUrl) ?? nonEmpty(env.VELA_COMPILER_GITHUB_URL) ?? nonEmpty(env.COMPILER_GITHUB_URL));
+  const fetched = new Map<string, TemplateLoad>();
+  const withLoader = (missing: Map<string, TemplateReference> | undefined): Omit<CompileOptions, 'file'> => {
+    const templates: TemplateLoader = (t) => {
+      const found = local(t);
+      if (found !== undefined) return found;
+      const got = fetched.get(t.source);
+      if (got !== undefined) return got;
+      if (missing !== undefined) {
+        missing.set(t.source, t);
+        return { ok: false, message: `template ${t.name} (${t.source}) is being fetched` };
+      }
+      if (token === undefined) {
+        return {
+          ok: false,
+          message: `template ${t.name} comes from ${t.source} (type ${t.type}), which Berth does not fetch in local runs without a GitHub token`,
+          hint: `download it and pass --template-file ${t.name}:<path>, or pass --github-token (or set VELA_COMPILER_GITHUB_TOKEN) to fetch it`,
+        };
+      }
+      return { ok: false, message: `template ${t.name} (${t.source}) was not fetched: templates nest deeper than the template depth allows` };
+    };
+    const out = { ...base, ...flagOptions(flags), templates };
+    return out;
+  };
+  if (token === undefined) return withLoader(undefined);
+  const text = readPipelineFile(file, cwd);
+  const rounds = (base.templateDepth ?? DEFAULT_TEMPLATE_DEPTH) + 1;
+  for (let round = 0; round < rounds; round++) {
+    const missing = new Map<string, TemplateReference>();
+    compilePipeline(text, { file, ...withLoader(missing) });
+    if (missing.size === 0) break;
+    await Promise.all([...missing.values()].map(async (t) => fetched.set(t.source, await fetchTemplate(t, api, token))));
+  }
+  return withLoader(undefined);
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
 /**
- * The compile options {@link PipelineFlags} stand for. Templates resolve as `vela exec` does:
- * `--template-file NAME:PATH` first (relative to `cwd`), then `type: file` sources relative to
- * the pipeline file's directory; remote sources (GitHub) are refused naming the template, its
- * source and the `--template-file` alternative.
+ * The API base for a GitHub URL, as go-vela/server compiler/registry/github/github.go `New` derives
+ * it: GitHub.com's API for github.com (or api.github.com itself), `<url>/api/v3` for an Enterprise.
  */
-export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags): Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'> {
+export function githubApiBase(url: string | undefined): string {
+  if (url === undefined) return GITHUB_API;
+  const trimmed = url.replace(/\/+$/, '');
+  let host: string;
+  try {
+    const parsed = new URL(trimmed);
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error('not http');
+    host = parsed.host.toLowerCase();
+  } catch {
+    throw new CommandError(`--github-url ${url} is not an http(s) URL (e.g. https://github.example.com for a GitHub Enterprise)`, EXIT.usage);
+  }
+  if (host === 'github.com' || host === 'api.github.com') return GITHUB_API;
+  return /\/api\/v3$/.test(trimmed) ? trimmed : `${trimmed}/api/v3`;
+}
+
+/**
+ * Fetches a remote template through the GitHub contents API
+ * (`GET <api>/repos/{org}/{repo}/contents/{path}?ref=`), as go-vela/server
+ * compiler/registry/github/template.go `Template` does with go-github `GetContents`; the ref is the
+ * part after `@` in the source, none meaning the default branch. Never throws: every failure is a
+ * {@link TemplateLoad} the compiler reports at the template's declaration.
+ */
+export async function fetchTemplate(t: TemplateReference, api: string, token: string): Promise<TemplateLoad> {
+  const parsed = parseTemplateSource(t.source);
+  if (!parsed.ok) return { ok: false, message: `invalid template source provided for ${t.name}: ${parsed.message}`, hint: 'write the source as github.com/<org>/<repo>/<path>[@<ref>]' };
+  const s = parsed.source;
+  const at = `${s.org}/${s.repo}/${s.path}${s.ref !== '' ? `@${s.ref}` : ''}`;
+  const url = `${api}/repos/${encodeURIComponent(s.org)}/${encodeURIComponent(s.repo)}/contents/${s.path.split('/').map(encodeURIComponent).join('/')}${s.ref !== '' ? `?ref=${encodeURIComponent(s.ref)}` : ''}`;
+  const what = `template ${t.name} (${t.source})`;
+  let status: number;
+  let contentType: string;
+  let body: string;
+  try {
+    const response = await fetch(url, { headers: { Authorization: `token ${token}`, Accept: 'application/vnd.github.raw', 'User-Agent': 'berth' }, signal: AbortSignal.timeout(30_000) });
+    status = response.status;
+    contentType = response.headers.get('content-type') ?? '';
+    body = await response.text();
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const reason = (error as Error).name === 'TimeoutError' ? 'no answer within 30s' : (cause?.code ?? cause?.message ?? (error as Error).message);
+    return { ok: false, message: `cannot fetch ${what} from ${api}: ${reason}`, hint: `check --github-url and the network, or download it and pass --template-file ${t.name}:<path>` };
+  }
+  const said = githubMessage(body);
+  if (status === 401) {
+    return { ok: false, message: `GitHub at ${api} refused the token (401 Unauthorized${said}) fetching ${what}`, hint: 'check --github-token (or VELA_COMPILER_GITHUB_TOKEN): it may be expired, revoked or for another GitHub (a GitHub Enterprise needs --github-url)' };
+  }
+  if (status === 404) {
+    return { ok: false, message: `no Vela template found at ${at} for ${what}: GitHub at ${api} answered 404 Not Found`, hint: 'check the org, repo, path and @ref of the source, and that the token can read that repository (GitHub answers 404 for repositories a token cannot see)' };
+  }
+  if (status < 200 || status > 299) {
+    return { ok: false, message: `unexpected error fetching template ${at} for ${what}: GitHub at ${api} answered ${status}${said}`, hint: status === 403 ? 'the token lacks access to the repository, or the API rate limit was hit; check the token\'s scopes' : `try again later, or download it and pass --template-file ${t.name}:<path>` };
+  }
+  if (/json/i.test(contentType)) {
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      return { ok: true, file: t.source, text: body };
+    }
+    if (Array.isArray(json)) return { ok: false, message: `${at} is a directory, not a template file (${what})`, hint: 'name the template file in it' };
+    const content = json as { type?: unknown; content?: unknown; encoding?: unknown };
+    if (typeof content.content === 'string' && content.encoding === 'base64') return { ok: true, file: t.source, text: Buffer.from(content.content, 'base64').toString('utf8') };
+    if (content.type === 'file' && content.encoding === 'none') return { ok: false, message: `${what} is too large for the GitHub contents API`, hint: `download it and pass --template-file ${t.name}:<path>` };
+    if (typeof content.type === 'string' && content.type !== 'file') return { ok: false, message: `${at} is a ${content.type}, not a template file (${what})` };
+  }
+  return { ok: true, file: t.source, text: body };
+}
+
+/** `: <message>` from a GitHub error body, or nothing. */
+function githubMessage(body: string): string {
+  try {
+    const message = (JSON.parse(body) as { message?: unknown }).message;
+    return typeof message === 'string' && message !== '' ? `: ${message.slice(0, 200)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/** The local half of template resolution: `--template-file` names, then `type: file`; undefined for remote sources. */
+function localTemplates(file: string, cwd: string, flags: PipelineFlags): (t: TemplateReference) => TemplateLoad | undefined {
   const mapped = new Map<string, string>();
   const bad: string[] = [];
   for (const entry of flags.templateFile ?? []) {
@@ -85,7 +231,7 @@ export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags)
     else mapped.set(entry.slice(0, colon), entry.slice(colon + 1));
   }
   if (bad.length > 0) throw new CommandError(bad.join('\n'), EXIT.usage);
-  const read = (label: string, absolute: string, what: string): ReturnType<TemplateLoader> => {
+  const read = (label: string, absolute: string, what: string): TemplateLoad => {
     try {
       return { ok: true, file: label, text: readFileSync(absolute, 'utf8') };
     } catch (error) {
@@ -94,20 +240,20 @@ export function pipelineOptions(file: string, cwd: string, flags: PipelineFlags)
     }
   };
   const pipelineDir = path.dirname(path.resolve(cwd, file));
-  const templates: TemplateLoader = (t) => {
+  return (t) => {
     const local = mapped.get(t.name);
     if (local !== undefined) return read(local, path.resolve(cwd, local), `--template-file ${t.name}`);
     if (t.type === 'file') {
       const absolute = path.resolve(pipelineDir, t.source);
       return read(path.relative(cwd, absolute) || absolute, absolute, `template ${t.name} (type: file)`);
     }
-    return {
-      ok: false,
-      message: `template ${t.name} comes from ${t.source} (type ${t.type}), which Berth does not fetch in local runs`,
-      hint: `download it and pass --template-file ${t.name}:<path>`,
-    };
+    return undefined;
   };
-  const out: Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'> = { templates };
+}
+
+/** Pipeline type, strictness and rule data from the flags. */
+function flagOptions(flags: PipelineFlags): Omit<FlagOptions, 'templates'> {
+  const out: Omit<FlagOptions, 'templates'> = {};
   if (flags.pipelineType !== undefined) out.pipelineType = flags.pipelineType;
   if (flags.strict === true) out.strict = true;
   const rules = ruleFlags(flags);

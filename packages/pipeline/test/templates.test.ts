@@ -3,7 +3,7 @@
  * through a loader (the worker maps --template-file and type: file to it).
  */
 import { describe, expect, it } from 'vitest';
-import { compilePipeline, type CompileOptions } from '../src/index.ts';
+import { compilePipeline, parseTemplateSource, type CompileOptions } from '../src/index.ts';
 
 const tmpl = [
   'metadata:',
@@ -114,5 +114,19 @@ describe('render_inline (compiler/native/compile.go compileInline)', () => {
     const src = 'version: "1"\nmetadata:\n  render_inline: true\ntemplates:\n  - name: greet\n    source: inline.yml\n    type: file\nsteps:\n  - name: s\n    template:\n      name: greet\n';
     const r = compilePipeline(src, { file: 'p.yml', templates: load });
     expect(!r.ok && r.errors.map((e) => e.message)).toContain('step s: cannot combine render_inline and a step that references a template');
+  });
+});
+
+// go-vela/server compiler/registry/github/parse_test.go (TestGithub_Parse*): host, org, repo, path, @ref.
+describe('parseTemplateSource', () => {
+  it('splits host, org, repo, path and the ref after @', () => {
+    expect(parseTemplateSource('github.example.com/github/octocat/template.yml')).toEqual({ ok: true, source: { host: 'github.example.com', org: 'github', repo: 'octocat', path: 'template.yml', ref: '' } });
+    expect(parseTemplateSource('github.example.com/github/octocat/template.yml@dev')).toEqual({ ok: true, source: { host: 'github.example.com', org: 'github', repo: 'octocat', path: 'template.yml', ref: 'dev' } });
+    expect(parseTemplateSource('github.example.com/github/octocat/path/to/template.yml@test')).toEqual({ ok: true, source: { host: 'github.example.com', org: 'github', repo: 'octocat', path: 'path/to/template.yml', ref: 'test' } });
+    expect(parseTemplateSource('http://127.0.0.1:8080/github/octocat/path/to/template.yml')).toEqual({ ok: true, source: { host: '127.0.0.1:8080', org: 'github', repo: 'octocat', path: 'path/to/template.yml', ref: '' } });
+  });
+
+  it('refuses a source without org/repo/path', () => {
+    expect(parseTemplateSource('github.com/octocat/template.yml')).toEqual({ ok: false, message: 'invalid template source github.com/octocat/template.yml, must contain org/repo/path_to_template' });
   });
 });

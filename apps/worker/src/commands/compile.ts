@@ -12,9 +12,9 @@ export function compileCommand(program: Command, io: Io): void {
       .description('print the compiled pipeline as JSON (the executable a Vela server hands a worker)')
       .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
       .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, []),
-  ).action((file: string, options: { env: string[] } & PipelineFlags) => {
+  ).action(async (file: string, options: { env: string[] } & PipelineFlags) => {
       const environment = parseAssignments(options.env, '--env');
-      const { build, warnings } = compileFile(file, io.cwd, { environment, ...pipelineOptions(file, io.cwd, options) });
+      const { build, warnings } = compileFile(file, io.cwd, await pipelineOptions(file, io.cwd, options, io.env, { environment }));
       for (const warning of warnings) io.stderr.write(`warning: ${warning}\n`);
       io.stdout.write(`${JSON.stringify(marshalBuild(build), null, 2)}\n`);
     });

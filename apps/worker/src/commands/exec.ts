@@ -56,7 +56,7 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
     builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits },
   });
 
-  const compiled = compileFile(file, io.cwd, { secrets, environment, ...pipelineOptions(file, io.cwd, flags), identity: { org: '', repo: '', number: config.buildNumber, local: true } });
+  const compiled = compileFile(file, io.cwd, await pipelineOptions(file, io.cwd, flags, io.env, { secrets, environment, identity: { org: '', repo: '', number: config.buildNumber, local: true } }));
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';

@@ -11,8 +11,9 @@ export function validateCommand(program: Command, io: Io): void {
       .command('validate')
       .description('check a Vela pipeline file and list every problem with its line and column')
       .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE),
-  ).action((file: string, flags: PipelineFlags) => {
-      const result = compilePipeline(readPipelineFile(file, io.cwd), { file, ...pipelineOptions(file, io.cwd, flags) });
+  ).action(async (file: string, flags: PipelineFlags) => {
+      const options = await pipelineOptions(file, io.cwd, flags, io.env);
+      const result = compilePipeline(readPipelineFile(file, io.cwd), { file, ...options });
       for (const warning of result.warnings) io.stderr.write(`warning: ${warning}\n`);
       if (!result.ok) {
         io.stderr.write(`${formatCompileErrors(result.errors)}\n`);

@@ -35,6 +35,42 @@ export type TemplateLoad = { ok: true; file: string; text: string } | { ok: fals
  */
 export type TemplateLoader = (template: TemplateReference) => TemplateLoad;
 
+/** Where a `type: github` template lives (go-vela/server compiler/registry `Source`). */
+export interface RemoteTemplateSource {
+  /** The host the source names (`github.com`); Vela fetches from its configured GitHub whatever it says. */
+  host: string;
+  org: string;
+  repo: string;
+  /** The file's path in the repository. */
+  path: string;
+  /** The ref after `@` (branch, tag or commit); empty for the repository's default branch. */
+  ref: string;
+}
+
+/**
+ * Parses `github.com/org/repo/path/to/file.yml[@ref]` as go-vela/server
+ * compiler/registry/github/parse.go `Parse` does: the host, then org, repo and the rest as the
+ * path; a ref after `@` in the path. Returns an error message for fewer than three parts.
+ */
+export function parseTemplateSource(source: string): { ok: true; source: RemoteTemplateSource } | { ok: false; message: string } {
+  let rest = source.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
+  const slash = rest.indexOf('/');
+  const host = slash < 0 ? rest : rest.slice(0, slash);
+  rest = slash < 0 ? '' : rest.slice(slash + 1);
+  const parts = rest.replace(/^\/+/, '').split('/');
+  const org = parts[0] ?? '';
+  const repo = parts[1] ?? '';
+  let file = parts.slice(2).join('/');
+  if (parts.length < 3 || org === '' || repo === '' || file === '') return { ok: false, message: `invalid template source ${source}, must contain org/repo/path_to_template` };
+  let ref = '';
+  const at = file.indexOf('@');
+  if (at >= 0) {
+    ref = file.slice(at + 1).split('@')[0] ?? '';
+    file = file.slice(0, at);
+  }
+  return { ok: true, source: { host, org, repo, path: file, ref } };
+}
+
 /** Vela's default `VELA_MAX_TEMPLATE_DEPTH`. */
 export const DEFAULT_TEMPLATE_DEPTH = 3;
 
