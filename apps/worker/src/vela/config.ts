@@ -4,7 +4,7 @@
  * then checked across settings, with one error listing every problem.
  */
 import { hostname as osHostname } from 'node:os';
-import { parseSentinelUrl } from './queue.ts';
+import { parseSentinelUrl } from './sentinel-url.ts';
 import path from 'node:path';
 import { parseGoDuration } from '@berth/context';
 import { type ConfigIssue, type ConfigSources, type SettingValues, ConfigError, resolveSettings } from '../config/resolve.ts';
