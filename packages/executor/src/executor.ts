@@ -3,10 +3,11 @@
  * does — create, plan, assemble, exec, stream, destroy — and reports status and logs.
  */
 import { hostname } from 'node:os';
-import { background, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel, withTimeout } from '@berth/context';
+import { background, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel } from '@berth/context';
 import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, untilDone } from './build/contexts.ts';
+import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
 import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
 import { LogStreams } from './build/log-streams.ts';
 import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
@@ -431,19 +432,7 @@ export class Executor {
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((run) => this.#destroyContainer(ctx, run)));
       // Each removal in its own budget: a slow one never starves the next.
-      for (const [what, remove] of [
-        ['volume', (budget: Context) => this.runtime.removeVolume(budget, this.build)],
-        ['network', (budget: Context) => this.runtime.removeNetwork(budget, this.build)],
-        ['build', (budget: Context) => this.runtime.removeBuild(budget, this.build)],
-      ] as const) {
-        await this.#withBudget(ctx, async (budget) => {
-          try {
-            await remove(budget);
-          } catch (error) {
-            this.#log.warn?.(`destroy ${this.build.id}: removing the ${what}: ${messageOf(error)}`);
-          }
-        });
-      }
+      await removeBuildResources(ctx, this.build, this.#destroyOptions());
       if (!isFinal(this.#init.status)) {
         this.#init.status = initFailureStatus(this.#canceled);
         this.#init.finished = Date.now();
@@ -830,59 +819,16 @@ export class Executor {
     return this.#streams.request(run, run.kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this));
   }
 
-  /** Runs `body` under a child of `ctx` bounded by the cleanup budget, and clears its timer. */
-  async #withBudget<T>(ctx: Context, body: (budget: Context) => Promise<T>): Promise<T> {
-    const [budget, cancel] = withTimeout(ctx, this.#options.cleanupTimeoutMs ?? 120_000);
-    try {
-      return await body(budget);
-    } finally {
-      cancel();
-    }
+  /** The destroy sequence's settings: each removal, and each wait for a log stream, in its own cleanup budget. */
+  #destroyOptions(): DestroyOptions {
+    return { runtime: this.runtime, budgetMs: this.#options.cleanupTimeoutMs ?? 120_000, logger: this.#log };
   }
 
-  /**
-   * Waits for the container's log stream to end, within its own cleanup budget (the stream itself
-   * is cut by the log-streaming grace), so a slow stream never eats a removal's budget.
-   */
-  async #waitForStream(ctx: Context, run: ContainerRun): Promise<void> {
-    if (!run.streaming) return;
-    await this.#withBudget(ctx, (budget) => this.#streams.waitFor(budget, run));
-  }
-
+  /** Removes the container (build/destroy.ts), then reports the final status of a container that had none. */
   async #destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
     const container = run.container;
-    const remove = (): Promise<void> =>
-      this.#withBudget(ctx, async (budget) => {
-        try {
-          this.#log.debug?.(`removing ${run.kind} ${container.name}`);
-          await this.runtime.removeContainer(budget, container);
-          this.#log.debug?.(`removed ${run.kind} ${container.name}`);
-        } catch (error) {
-          this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
-        }
-      });
-    if (run.ran && run.exited) {
-      // Read the whole log before the container goes.
-      await this.#waitForStream(ctx, run);
-      await remove();
-    } else if (run.ran) {
-      // Still running (a service, a detached step, or a step the build stopped waiting for).
-      if (run.status === 'running') {
-        try {
-          const state = await this.#withBudget(ctx, (budget) => this.runtime.inspectContainer(budget, container));
-          if (state.state === 'exited') {
-            run.exited = true;
-            run.exitCode = state.exitCode ?? 0;
-          }
-        } catch (error) {
-          if (!isRuntimeError(error, 'NotFound')) this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
-        }
-      }
-      await remove();
-      await this.#waitForStream(ctx, run);
-    } else if (run.created) {
-      await remove();
-    }
+    // A slow stream waits in its own budget (the stream itself is cut by the log-streaming grace).
+    await removeContainerOf(ctx, run, (budget) => this.#streams.waitFor(budget, run), this.#destroyOptions());
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
     const outcome = unfinishedOutcome(run, { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs: this.#timeoutMs });
     if (outcome !== undefined) {
