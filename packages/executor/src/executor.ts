@@ -3,18 +3,19 @@
  * does — create, plan, assemble, exec, stream, destroy — and reports status and logs.
  */
 import { hostname } from 'node:os';
-import { background, Channel, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel, withTimeout } from '@berth/context';
+import { background, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel } from '@berth/context';
 import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
-import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, settleWithin, untilDone } from './build/contexts.ts';
+import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, untilDone } from './build/contexts.ts';
+import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
 import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
-import { InitLog, makeLogWriter } from './build/log-streams.ts';
+import { LogStreams } from './build/log-streams.ts';
 import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
-import { type LogWriter, pumpLog } from './log/log-writer.ts';
+import type { LogWriter } from './log/log-writer.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
 import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
@@ -78,15 +79,7 @@ export interface ExecutorOptions {
   logger?: ExecutorLogger;
 }
 
-/**
- * A request to stream one container's log, sent by execStep / execService after `runContainer`
- * and served by {@link Executor.streamBuild} (Vela's `message.StreamRequest`).
- */
-export interface StreamRequest {
-  kind: 'step' | 'service';
-  container: Container;
-  stream: (ctx: Context, container: Container) => Promise<void>;
-}
+export type { StreamRequest } from './build/log-streams.ts';
 
 const INIT_NAME = 'init';
 const INIT_IMAGE = '#init';
@@ -166,7 +159,7 @@ export class Executor {
   readonly #timeoutMs: number;
   readonly #host: string;
   readonly #log: ExecutorLogger;
-  readonly #requests: Channel<StreamRequest>;
+  readonly #streams: LogStreams<ContainerRun>;
   readonly #runs = new Map<string, ContainerRun>();
   readonly #init: ContainerRun;
   readonly #stageDone = new Map<string, Deferred>();
@@ -182,13 +175,10 @@ export class Executor {
   #cancelCause: unknown;
   #timedOut = false;
   #reportCtx: Context = background();
-  /** The stream ctx (contexts() or streamBuild's): stream requests are accepted while it lives. */
-  #streamCtx: Context | undefined;
   #execCtx: Context | undefined;
   #contexts: BuildContextState | undefined;
   #unregisterEvents: (() => void) | undefined;
   #execDone = false;
-  readonly #initLog = new InitLog(() => this.#writer(this.#init, () => this.#reportCtx));
   #destroyed = false;
 
   constructor(options: ExecutorOptions) {
@@ -208,8 +198,16 @@ export class Executor {
       if (stage.name === INIT_NAME) continue;
       for (const step of stage.steps) this.#runs.set(step.id, new ContainerRun('step', step, stage.name));
     }
-    // Buffered for every container: a send never waits, even when nobody streams.
-    this.#requests = new Channel<StreamRequest>(this.#runs.size + 1);
+    this.#streams = new LogStreams<ContainerRun>({
+      runtime: this.runtime,
+      reporter: this.#reporter,
+      init: this.#init,
+      runs: this.#runs,
+      reportCtx: () => this.#reportCtx,
+      logger: this.#log,
+      logs: options.logs ?? {},
+      secretsFor: (run) => this.#secretsFor(run),
+    });
   }
 
   // ---- contexts ---------------------------------------------------------------------------
@@ -222,7 +220,7 @@ export class Executor {
   contexts(parent: Context): BuildContexts {
     const { contexts, state } = makeBuildContexts(parent, { timeoutMs: this.#timeoutMs, logStreamingGraceMs: this.#options.logStreamingGraceMs ?? 60_000 });
     this.#contexts = state;
-    this.#streamCtx = contexts.stream;
+    this.#streams.useStreamCtx(contexts.stream);
     this.#reportCtx = withoutCancel(contexts.build);
     return contexts;
   }
@@ -395,7 +393,7 @@ export class Executor {
       });
     } finally {
       this.#execDone = true;
-      this.#requests.close();
+      this.#streams.close();
     }
   }
 
@@ -406,31 +404,8 @@ export class Executor {
    * A stream ends when its container ended and every byte was delivered, or when `ctx` ends (then
    * the log is closed with what arrived). Streams of services end when destroyBuild removes them.
    */
-  async streamBuild(ctx: Context): Promise<void> {
-    this.#streamCtx ??= ctx;
-    const group = new TaskGroup(ctx);
-    try {
-      for await (const request of this.#requests.iterate(ctx)) {
-        group.go(async (streamCtx) => {
-          try {
-            await request.stream(streamCtx, request.container);
-          } catch (error) {
-            this.#log.warn?.(`streaming ${request.kind} ${request.container.name}: ${messageOf(error)}`);
-          }
-        });
-      }
-    } catch {
-      // ctx ended: stop taking requests.
-    } finally {
-      await group.wait().catch(() => undefined);
-      // Requests nobody will serve: their logs are complete as they are.
-      for (;;) {
-        const left = this.#requests.length > 0 ? await this.#requests.receive(background()) : undefined;
-        if (left === undefined || !left.ok) break;
-        const run = this.#runs.get(left.value.container.id);
-        if (run !== undefined) await this.#finishStream(run);
-      }
-    }
+  streamBuild(ctx: Context): Promise<void> {
+    return this.#streams.serve(ctx);
   }
 
   /**
@@ -438,9 +413,8 @@ export class Executor {
    * runBuild calls it between execBuild and destroyBuild so that the destroy ctx's limit does not
    * include streaming.
    */
-  async waitForStreams(ctx: Context): Promise<void> {
-    const pending = [...this.#runs.values()].filter((r) => r.streaming && r.exited).map((r) => r.streamDone.promise);
-    await settleWithin(ctx, Promise.all(pending).then(() => undefined));
+  waitForStreams(ctx: Context): Promise<void> {
+    return this.#streams.waitForEnded(ctx);
   }
 
   /**
@@ -454,23 +428,11 @@ export class Executor {
     this.#destroyed = true;
     this.#log.debug?.(`destroy build ${this.build.id}`);
     try {
-      if (!this.#execDone) this.#requests.close();
+      if (!this.#execDone) this.#streams.close();
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((run) => this.#destroyContainer(ctx, run)));
       // Each removal in its own budget: a slow one never starves the next.
-      for (const [what, remove] of [
-        ['volume', (budget: Context) => this.runtime.removeVolume(budget, this.build)],
-        ['network', (budget: Context) => this.runtime.removeNetwork(budget, this.build)],
-        ['build', (budget: Context) => this.runtime.removeBuild(budget, this.build)],
-      ] as const) {
-        await this.#withBudget(ctx, async (budget) => {
-          try {
-            await remove(budget);
-          } catch (error) {
-            this.#log.warn?.(`destroy ${this.build.id}: removing the ${what}: ${messageOf(error)}`);
-          }
-        });
-      }
+      await removeBuildResources(ctx, this.build, this.#destroyOptions());
       if (!isFinal(this.#init.status)) {
         this.#init.status = initFailureStatus(this.#canceled);
         this.#init.finished = Date.now();
@@ -516,7 +478,7 @@ export class Executor {
 
   /** Streams the service's log until its container ends or `ctx` does. */
   streamService(ctx: Context, container: Container): Promise<void> {
-    return this.#stream(ctx, this.#run(container));
+    return this.#streams.stream(ctx, this.#run(container));
   }
 
   /** Stops and removes the service's container and reports its final status. */
@@ -585,7 +547,7 @@ export class Executor {
 
   /** Streams the step's log until its container ended and every byte was delivered, or `ctx` ends. */
   streamStep(ctx: Context, container: Container): Promise<void> {
-    return this.#stream(ctx, this.#run(container));
+    return this.#streams.stream(ctx, this.#run(container));
   }
 
   /** Removes the step's container (after its log was read when it has ended) and reports its final status. */
@@ -843,116 +805,30 @@ export class Executor {
     return new ExecutorError(phase, subject, masked, masked === detail ? { cause: error } : undefined);
   }
 
-  #writer(run: ContainerRun, appendCtx: () => Context): LogWriter {
-    run.writer ??= makeLogWriter(run.target, {
-      reporter: this.#reporter,
-      appendCtx,
-      reportCtx: () => this.#reportCtx,
-      warn: (message) => this.#log.warn?.(message),
-      logs: this.#options.logs ?? {},
-      secrets: this.#secretsFor(run),
-    });
-    return run.writer;
-  }
-
   /** Appends to the init log without waiting for the reporter; #closeInit waits for the lines. */
   #initLine(text: string): Promise<void> {
-    this.#initLog.line(text);
+    this.#streams.initLog.line(text);
     return Promise.resolve();
   }
 
   async #closeInit(): Promise<void> {
-    await this.#initLog.close();
+    await this.#streams.initLog.close();
   }
 
-  async #requestStream(run: ContainerRun): Promise<void> {
-    run.streaming = true;
-    const kind = run.kind === 'service' ? 'service' : 'step';
-    const stream = kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this);
-    try {
-      await this.#requests.send(this.#streamCtx ?? background(), { kind, container: run.container, stream });
-    } catch {
-      // execBuild is over or the stream ctx ended: nobody will stream this container.
-      await this.#finishStream(run);
-    }
+  #requestStream(run: ContainerRun): Promise<void> {
+    return this.#streams.request(run, run.kind === 'service' ? this.streamService.bind(this) : this.streamStep.bind(this));
   }
 
-  async #stream(ctx: Context, run: ContainerRun): Promise<void> {
-    try {
-      const writer = this.#writer(run, () => ctx);
-      for (const note of run.notes.splice(0)) await writer.write(`> ${note}\n`);
-      this.#log.debug?.(`streaming ${run.kind} ${run.container.name}`);
-      const readable = await this.runtime.tailContainer(ctx, run.container);
-      await pumpLog(ctx, readable, writer);
-      this.#log.debug?.(`streamed ${run.kind} ${run.container.name}: ${writer.bytesIn} bytes`);
-    } catch (error) {
-      if (!ctx.signal.aborted) this.#log.warn?.(`streaming ${run.kind} ${run.container.name}: ${messageOf(error)}`);
-    } finally {
-      await this.#finishStream(run);
-    }
+  /** The destroy sequence's settings: each removal, and each wait for a log stream, in its own cleanup budget. */
+  #destroyOptions(): DestroyOptions {
+    return { runtime: this.runtime, budgetMs: this.#options.cleanupTimeoutMs ?? 120_000, logger: this.#log };
   }
 
-  async #finishStream(run: ContainerRun): Promise<void> {
-    try {
-      await this.#writer(run, () => this.#reportCtx).close();
-    } finally {
-      run.streamDone.resolve();
-    }
-  }
-
-  /** Runs `body` under a child of `ctx` bounded by the cleanup budget, and clears its timer. */
-  async #withBudget<T>(ctx: Context, body: (budget: Context) => Promise<T>): Promise<T> {
-    const [budget, cancel] = withTimeout(ctx, this.#options.cleanupTimeoutMs ?? 120_000);
-    try {
-      return await body(budget);
-    } finally {
-      cancel();
-    }
-  }
-
-  /**
-   * Waits for the container's log stream to end, within its own cleanup budget (the stream itself
-   * is cut by the log-streaming grace), so a slow stream never eats a removal's budget.
-   */
-  async #waitForStream(ctx: Context, run: ContainerRun): Promise<void> {
-    if (!run.streaming) return;
-    await this.#withBudget(ctx, (budget) => settleWithin(budget, run.streamDone.promise));
-  }
-
+  /** Removes the container (build/destroy.ts), then reports the final status of a container that had none. */
   async #destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
     const container = run.container;
-    const remove = (): Promise<void> =>
-      this.#withBudget(ctx, async (budget) => {
-        try {
-          this.#log.debug?.(`removing ${run.kind} ${container.name}`);
-          await this.runtime.removeContainer(budget, container);
-          this.#log.debug?.(`removed ${run.kind} ${container.name}`);
-        } catch (error) {
-          this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
-        }
-      });
-    if (run.ran && run.exited) {
-      // Read the whole log before the container goes.
-      await this.#waitForStream(ctx, run);
-      await remove();
-    } else if (run.ran) {
-      // Still running (a service, a detached step, or a step the build stopped waiting for).
-      if (run.status === 'running') {
-        try {
-          const state = await this.#withBudget(ctx, (budget) => this.runtime.inspectContainer(budget, container));
-          if (state.state === 'exited') {
-            run.exited = true;
-            run.exitCode = state.exitCode ?? 0;
-          }
-        } catch (error) {
-          if (!isRuntimeError(error, 'NotFound')) this.#log.warn?.(`destroy ${run.kind} ${container.name}: ${messageOf(error)}`);
-        }
-      }
-      await remove();
-      await this.#waitForStream(ctx, run);
-    } else if (run.created) {
-      await remove();
-    }
+    // A slow stream waits in its own budget (the stream itself is cut by the log-streaming grace).
+    await removeContainerOf(ctx, run, (budget) => this.#streams.waitFor(budget, run), this.#destroyOptions());
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
     const outcome = unfinishedOutcome(run, { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs: this.#timeoutMs });
     if (outcome !== undefined) {
