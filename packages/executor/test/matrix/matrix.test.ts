@@ -22,12 +22,6 @@ import { type MatrixRuntime, type RuntimeName, startRuntime } from './runtimes.t
 
 const NEVER = { pull: 'never' as const };
 const GRACE_MS = 1_000;
-/**
- * Cases kube-sim cannot pass yet, for known bugs being fixed in the Kubernetes runtime: the
- * teardown of services and detached steps takes about 2 minutes; after a build timeout, the pod
- * outlives the 30 s cleanup budget (reap finds it). Run them with BERTH_TEST_KUBE_MATRIX=1.
- */
-const KUBE_FULL = process.env.BERTH_TEST_KUBE_MATRIX === '1';
 const MULTILINE = process.env.SOAK_MULTILINE !== '0';
 
 const RUNTIMES: RuntimeName[] = ['dummy', 'docker', 'kube-sim'];
@@ -96,7 +90,7 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it.skipIf(name === 'kube-sim' && !KUBE_FULL)('the build timeout fails the running step (137), kills the rest, errors the build, within timeout + cleanup', async () => {
+  it('the build timeout fails the running step (137), kills the rest, errors the build, within timeout + cleanup', async () => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
       steps: [ctn('quick', { ...NEVER, commands: ['echo quick'] }), ctn('slow', { ...NEVER, commands: ['echo slow', 'sleep 120'] }), ctn('later', { ...NEVER, commands: ['true'] })],
@@ -159,7 +153,7 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it.skipIf(name === 'kube-sim' && !KUBE_FULL)('services and detached steps run alongside the steps and are stopped at the end (success)', async () => {
+  it('services and detached steps run alongside the steps and are stopped at the end (success)', async () => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
       services: [ctn('svc', { ...NEVER, entrypoint: ['sh', '-c'], commands: ['while true; do echo svc-tick; sleep 0.2; done'] })],
