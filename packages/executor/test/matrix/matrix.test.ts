@@ -169,6 +169,47 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(await leftovers()).toEqual([]);
   });
 
+  /**
+   * Vela inspects each step's image while it assembles the build (go-vela/worker
+   * `executor/linux/build.go` AssembleBuild → PlanStep / CreateStep; `runtime/docker/image.go`
+   * InspectImage): where the engine knows its images (Docker, the dummy) a missing image with
+   * `pull: never` fails the init step before anything runs. On Kubernetes only the node knows: the
+   * pod runs step 1, and step 2's image switch fails on the node; under `restartPolicy: Never` the
+   * kubelet does not retry (kubernetes/kubernetes pkg/kubelet/container/helpers.go
+   * ShouldContainerBeRestarted), so the step errors with the kubelet's message at once.
+   */
+  it('a missing image in step 2 of 3 (pull: never) errors that step with the image named, runs nothing after it, leaves nothing', async () => {
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        ctn('first', { ...NEVER, commands: ['echo first-ran'] }),
+        ctn('absent', { ...NEVER, image: 'berth/absent-matrix:1', commands: ['echo never-printed'] }),
+        ctn('third', { ...NEVER, commands: ['echo third-ran'] }),
+      ],
+    });
+    const result = await run(build, reporter);
+    expect(result.status).toBe('error');
+    expect(reporter.last('absent')?.status).toBe('error');
+    expect(result.build.error).toMatch(/step "absent".*berth\/absent-matrix:1/);
+    if (name === 'kube-sim') {
+      // Step 1 ran; step 2 failed on the node with the kubelet's reason, without waiting for a retry.
+      expect(reporter.last('first')?.status).toBe('success');
+      expect(reporter.log('first')).toContain('first-ran');
+      expect(reporter.last('absent')?.error).toMatch(/restartPolicy Never.*ErrImageNeverPull: Container image "docker\.io\/berth\/absent-matrix:1" is not present/);
+      expect(reporter.last('absent')?.started ?? Number.NaN).toBeGreaterThanOrEqual(reporter.last('first')?.finished ?? Number.NaN);
+    } else {
+      // The engine knows its images: the init step fails before step 1 runs.
+      expect(reporter.last('init')?.status).toBe('failure');
+      expect(reporter.last('absent')?.error).toMatch(/image "(docker\.io\/)?berth\/absent-matrix:1" not found locally and pull policy is "never"/);
+      expect(reporter.last('first')?.status).toBe('killed');
+      expect(reporter.log('first')).not.toContain('first-ran');
+    }
+    expect(reporter.log('absent')).not.toContain('never-printed');
+    expect(reporter.last('third')?.status).toBe('killed');
+    expect(reporter.log('third')).not.toContain('third-ran');
+    expect(await leftovers()).toEqual([]);
+  });
+
   it('masks secrets in step logs, split or whole', async () => {
     const reporter = new RecordingReporter();
     const token = 'Zq7matrixTokenValue42';
