@@ -9,13 +9,14 @@
  * DestroyBuild, the stage DAG in ExecBuild's errgroup), `executor/linux/step.go` (ExecStep,
  * ruleset `continue`, getSecretValues), `executor/linux/service.go`.
  */
+import { execFileSync } from 'node:child_process';
 import { background, type Context } from '@berth/context';
 import type { Build } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../src/executor.ts';
 import { type BuildResult, runBuild } from '../../src/run-build.ts';
-import { ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
+import { BUSYBOX, ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
 import { faultRuntime } from '../kit/fault-runtime.ts';
 import { secretForms } from '../soak/pipeline.ts';
 import { type MatrixRuntime, type RuntimeName, startRuntime } from './runtimes.ts';
@@ -207,6 +208,35 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(reporter.log('absent')).not.toContain('never-printed');
     expect(reporter.last('third')?.status).toBe('killed');
     expect(reporter.log('third')).not.toContain('third-ran');
+    expect(await leftovers()).toEqual([]);
+  });
+
+  /**
+   * A digest-pinned image between two tagged ones. containerd reports a pinned image by the image
+   * record's first tag (`docker.io/berth/busybox:1.35`), and only `imageID` carries the digest
+   * (containerd internal/cri/server/container_status.go ContainerStatus): the runtime must still
+   * know the step's container from the pause container. Only kube-sim: with no registry, the local
+   * image has no repo digest, so Docker (and the dummy, which models it) cannot resolve
+   * `name@sha256:` to it; kube-sim lets the image id stand in for the manifest digest.
+   */
+  it.runIf(name === 'kube-sim')('a digest-pinned image (name@sha256:…) runs as a step between tagged ones', async () => {
+    const id = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', BUSYBOX], { encoding: 'utf8' }).trim();
+    expect(id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const pinned = `${BUSYBOX.replace(/:[^:/]+$/, '')}@${id}`;
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        ctn('tagged', { ...NEVER, commands: ['echo tagged-ran'] }),
+        ctn('pinned', { ...NEVER, image: pinned, commands: ['echo pinned-ran'] }),
+        ctn('after', { ...NEVER, commands: ['echo after-ran'] }),
+      ],
+    });
+    const result = await run(build, reporter);
+    expect(result.status).toBe('success');
+    expect(reporter.last('pinned')).toMatchObject({ status: 'success', exitCode: 0 });
+    expect(reporter.log('tagged')).toContain('tagged-ran');
+    expect(reporter.log('pinned')).toContain('pinned-ran');
+    expect(reporter.log('after')).toContain('after-ran');
     expect(await leftovers()).toEqual([]);
   });
 
