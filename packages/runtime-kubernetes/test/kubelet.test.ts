@@ -5,9 +5,10 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { background, withCancel, withTimeout } from '@berth/context';
 import type { KubeSim } from '@berth/kube-sim';
-import { setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
-import { podNameOf, type KubernetesRuntime } from '../src/index.ts';
-import { buildOf, simRuntime, startSim } from './helpers.ts';
+import { isRuntimeError, type RuntimeErrorCode } from '@berth/runtime';
+import { conformanceStep, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
+import { containerNameOf, podNameOf, type KubernetesRuntime } from '../src/index.ts';
+import { buildOf, PAUSE, simRuntime, startSim } from './helpers.ts';
 
 let sim: KubeSim;
 const runtimes: KubernetesRuntime[] = [];
@@ -82,6 +83,48 @@ describe('a running service removed by swapping the pause image back in', () => 
     await teardownBuild(ctx, runtime, build);
     expect(await podNames()).not.toContain(podNameOf(build.id));
   });
+});
+
+describe('a pull failure in step 2 of 3 under restartPolicy Never', () => {
+  // Step 2 starts by switching its container's image from pause to the step's. Under
+  // restartPolicy Never the kubelet does not restart a container that exited
+  // (kubernetes/kubernetes pkg/kubelet/container/helpers.go, ShouldContainerBeRestarted: "Never"
+  // → false), so when the new image cannot be pulled the status keeps the terminated pause container
+  // with its old restart count and no ErrImagePull waiting state ever shows: only the kubelet's
+  // Warning event says why. Waiting out the pull grace for a retry would wait for nothing.
+  const pullGraceMs = 30_000;
+  const cases: [string, string, RuntimeErrorCode, RegExp, string | undefined][] = [
+    ['a missing image', 'berth/step2-missing:1', 'ImageNotFound', /restartPolicy Never.*restart count still 0.*docker\.io\/berth\/step2-missing:1.*not found/, undefined],
+    ['an injected ErrImagePull', 'berth/step2-fault:1', 'ImagePullFailed', /restartPolicy Never.*restart count still 0.*registry unreachable \(injected\)/, 'docker.io/berth/step2-fault:1'],
+  ];
+  it.each(cases)('%s fails step 2 before the pull grace, with the kubelet\'s message; step 3 is never started', async (_name, image, code, message, fault) => {
+    if (fault !== undefined) sim.faults.set({ imagePullFailures: { [fault]: { reason: 'ErrImagePull', message: 'registry unreachable (injected)' } } });
+    const runtime = await runtimeFor({}, { pullGraceMs });
+    const { build, steps } = buildOf(3, (i) => [`echo step-${i + 1}`]);
+    steps[1] = conformanceStep(build, 's1', 2, { image, script: ['echo never'] });
+    build.steps = steps;
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    await runtime.runContainer(ctx, steps[0]!, build);
+    expect(await runtime.waitContainer(ctx, steps[0]!)).toMatchObject({ exitCode: 0 });
+    const started = performance.now();
+    const [run, wait] = await Promise.allSettled([runtime.runContainer(ctx, steps[1], build), runtime.waitContainer(ctx, steps[1])]);
+    const elapsed = performance.now() - started;
+    for (const outcome of [run, wait]) {
+      const reason = outcome.status === 'rejected' ? (outcome.reason as Error) : undefined;
+      expect(isRuntimeError(reason, code), String(reason)).toBe(true);
+      expect(reason?.message).toMatch(message);
+    }
+    console.log(`step 2 failed ${Math.round(elapsed)} ms after runContainer (pull grace ${pullGraceMs} ms)`);
+    expect(elapsed, 'no wait for a retry that never comes').toBeLessThan(pullGraceMs);
+    // Step 3's container is still the pause container: nothing of it ran.
+    const pod = await runtime.api.core.readNamespacedPod({ name: podNameOf(build.id), namespace: 'default' }, runtime.api.requestOptions(new AbortController().signal));
+    const third = containerNameOf(steps[2]!.id);
+    expect(pod.spec?.containers.find((c) => c.name === third)?.image, 'step 3 still has the pause image').toBe(PAUSE);
+    expect(pod.status?.containerStatuses?.find((c) => c.name === third)?.restartCount, 'step 3 never restarted').toBe(0);
+    await teardownBuild(ctx, runtime, build);
+    expect(await podNames(), 'no pod left').not.toContain(podNameOf(build.id));
+  }, 120_000);
 });
 
 describe('removeBuild', () => {

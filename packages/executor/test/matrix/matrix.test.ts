@@ -9,25 +9,20 @@
  * DestroyBuild, the stage DAG in ExecBuild's errgroup), `executor/linux/step.go` (ExecStep,
  * ruleset `continue`, getSecretValues), `executor/linux/service.go`.
  */
+import { execFileSync } from 'node:child_process';
 import { background, type Context } from '@berth/context';
 import type { Build } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../src/executor.ts';
 import { type BuildResult, runBuild } from '../../src/run-build.ts';
-import { ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
+import { BUSYBOX, ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
 import { faultRuntime } from '../kit/fault-runtime.ts';
 import { secretForms } from '../soak/pipeline.ts';
 import { type MatrixRuntime, type RuntimeName, startRuntime } from './runtimes.ts';
 
 const NEVER = { pull: 'never' as const };
 const GRACE_MS = 1_000;
-/**
- * Cases kube-sim cannot pass yet, for known bugs being fixed in the Kubernetes runtime: the
- * teardown of services and detached steps takes about 2 minutes; after a build timeout, the pod
- * outlives the 30 s cleanup budget (reap finds it). Run them with BERTH_TEST_KUBE_MATRIX=1.
- */
-const KUBE_FULL = process.env.BERTH_TEST_KUBE_MATRIX === '1';
 const MULTILINE = process.env.SOAK_MULTILINE !== '0';
 
 const RUNTIMES: RuntimeName[] = ['dummy', 'docker', 'kube-sim'];
@@ -96,7 +91,7 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it.skipIf(name === 'kube-sim' && !KUBE_FULL)('the build timeout fails the running step (137), kills the rest, errors the build, within timeout + cleanup', async () => {
+  it('the build timeout fails the running step (137), kills the rest, errors the build, within timeout + cleanup', async () => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
       steps: [ctn('quick', { ...NEVER, commands: ['echo quick'] }), ctn('slow', { ...NEVER, commands: ['echo slow', 'sleep 120'] }), ctn('later', { ...NEVER, commands: ['true'] })],
@@ -159,7 +154,7 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it.skipIf(name === 'kube-sim' && !KUBE_FULL)('services and detached steps run alongside the steps and are stopped at the end (success)', async () => {
+  it('services and detached steps run alongside the steps and are stopped at the end (success)', async () => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
       services: [ctn('svc', { ...NEVER, entrypoint: ['sh', '-c'], commands: ['while true; do echo svc-tick; sleep 0.2; done'] })],
@@ -172,6 +167,76 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(reporter.log('svc')).toContain('svc-tick');
     expect(reporter.log('bg')).toContain('bg-tick');
     expect(reporter.log('main')).toContain('main-done');
+    expect(await leftovers()).toEqual([]);
+  });
+
+  /**
+   * Vela inspects each step's image while it assembles the build (go-vela/worker
+   * `executor/linux/build.go` AssembleBuild → PlanStep / CreateStep; `runtime/docker/image.go`
+   * InspectImage): where the engine knows its images (Docker, the dummy) a missing image with
+   * `pull: never` fails the init step before anything runs. On Kubernetes only the node knows: the
+   * pod runs step 1, and step 2's image switch fails on the node; under `restartPolicy: Never` the
+   * kubelet does not retry (kubernetes/kubernetes pkg/kubelet/container/helpers.go
+   * ShouldContainerBeRestarted), so the step errors with the kubelet's message at once.
+   */
+  it('a missing image in step 2 of 3 (pull: never) errors that step with the image named, runs nothing after it, leaves nothing', async () => {
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        ctn('first', { ...NEVER, commands: ['echo first-ran'] }),
+        ctn('absent', { ...NEVER, image: 'berth/absent-matrix:1', commands: ['echo never-printed'] }),
+        ctn('third', { ...NEVER, commands: ['echo third-ran'] }),
+      ],
+    });
+    const result = await run(build, reporter);
+    expect(result.status).toBe('error');
+    expect(reporter.last('absent')?.status).toBe('error');
+    expect(result.build.error).toMatch(/step "absent".*berth\/absent-matrix:1/);
+    if (name === 'kube-sim') {
+      // Step 1 ran; step 2 failed on the node with the kubelet's reason, without waiting for a retry.
+      expect(reporter.last('first')?.status).toBe('success');
+      expect(reporter.log('first')).toContain('first-ran');
+      expect(reporter.last('absent')?.error).toMatch(/restartPolicy Never.*ErrImageNeverPull: Container image "docker\.io\/berth\/absent-matrix:1" is not present/);
+      expect(reporter.last('absent')?.started ?? Number.NaN).toBeGreaterThanOrEqual(reporter.last('first')?.finished ?? Number.NaN);
+    } else {
+      // The engine knows its images: the init step fails before step 1 runs.
+      expect(reporter.last('init')?.status).toBe('failure');
+      expect(reporter.last('absent')?.error).toMatch(/image "(docker\.io\/)?berth\/absent-matrix:1" not found locally and pull policy is "never"/);
+      expect(reporter.last('first')?.status).toBe('killed');
+      expect(reporter.log('first')).not.toContain('first-ran');
+    }
+    expect(reporter.log('absent')).not.toContain('never-printed');
+    expect(reporter.last('third')?.status).toBe('killed');
+    expect(reporter.log('third')).not.toContain('third-ran');
+    expect(await leftovers()).toEqual([]);
+  });
+
+  /**
+   * A digest-pinned image between two tagged ones. containerd reports a pinned image by the image
+   * record's first tag (`docker.io/berth/busybox:1.35`), and only `imageID` carries the digest
+   * (containerd internal/cri/server/container_status.go ContainerStatus): the runtime must still
+   * know the step's container from the pause container. Only kube-sim: with no registry, the local
+   * image has no repo digest, so Docker (and the dummy, which models it) cannot resolve
+   * `name@sha256:` to it; kube-sim lets the image id stand in for the manifest digest.
+   */
+  it.runIf(name === 'kube-sim')('a digest-pinned image (name@sha256:…) runs as a step between tagged ones', async () => {
+    const id = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', BUSYBOX], { encoding: 'utf8' }).trim();
+    expect(id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const pinned = `${BUSYBOX.replace(/:[^:/]+$/, '')}@${id}`;
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        ctn('tagged', { ...NEVER, commands: ['echo tagged-ran'] }),
+        ctn('pinned', { ...NEVER, image: pinned, commands: ['echo pinned-ran'] }),
+        ctn('after', { ...NEVER, commands: ['echo after-ran'] }),
+      ],
+    });
+    const result = await run(build, reporter);
+    expect(result.status).toBe('success');
+    expect(reporter.last('pinned')).toMatchObject({ status: 'success', exitCode: 0 });
+    expect(reporter.log('tagged')).toContain('tagged-ran');
+    expect(reporter.log('pinned')).toContain('pinned-ran');
+    expect(reporter.log('after')).toContain('after-ran');
     expect(await leftovers()).toEqual([]);
   });
 
