@@ -23,7 +23,9 @@ export function secret(name: string, value: string): Secret {
   return { name, value, key: `org/repo/${name}`, engine: 'native', type: 'repo', origin: null, pull: 'build_start' };
 }
 
-let buildNumber = 0;
+// Test files run at once on one Docker engine (and kube-sim): each starts at its own number, so
+// their builds never share a network, volume or container name.
+let buildNumber = 1_000 * (1 + Math.floor(Math.random() * 900_000));
 
 /** A prepared build (ids set, numbers from 2 on: 1 is the init step). */
 export function makeBuild(fields: Partial<Build> = {}): Build {
