@@ -10,15 +10,16 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
-import { WorkerCredentials, checkIn, nextCheckInDelayMs } from '../vela/auth.ts';
+import { WorkerCredentials } from '../vela/auth.ts';
 import { claimBuild, type ClaimResult } from '../vela/claim.ts';
 import { type RetryOptions, VelaClient, isVelaStatus } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
-import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
-import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
+import type { VelaBuild } from '../vela/models.ts';
+import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { type ApiTls, createApi } from './api.ts';
-import type { Readiness, SlotEntry, WorkerApiHost } from './types.ts';
+import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts';
+import { Registrar } from './registrar.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
 import { ScmAuth } from './scm-auth.ts';
@@ -90,14 +91,9 @@ export class Daemon implements WorkerApiHost {
   #api: FastifyInstance | undefined;
   #apiUrl = '';
   #runtime: Runtime | undefined;
-  #queue: VelaQueue | undefined;
-  #registered = false;
-  /** The last check-in's queue PING answered (go-vela/worker `QueueCheckedIn`). */
-  #queueOk = false;
-  #routes: string[];
-  #checkInError: string | undefined;
-  #lastBuildStarted = 0;
-  #lastBuildFinished = 0;
+  /** What the parts share (see {@link DaemonCore}). */
+  readonly #core: DaemonCore;
+  readonly #registrar: Registrar;
   #draining = false;
   #forced = false;
   #stopping: Promise<void> | undefined;
@@ -123,8 +119,33 @@ export class Daemon implements WorkerApiHost {
       logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
       fetch: this.metrics.countingFetch(),
     });
-    this.#routes = this.config.queue.routes;
     this.#state = new RunningBuildsFile(options.stateDir, this.config.worker.hostname);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the core's getters read the daemon's private state
+    const self = this;
+    this.#core = {
+      config: this.config,
+      log: this.log,
+      version: this.version,
+      metrics: this.metrics,
+      credentials: this.credentials,
+      client: this.#client,
+      workerId: this.config.worker.hostname,
+      root: this.#root,
+      claimCtx: this.#claimCtx,
+      slots: this.slots,
+      state: this.#state,
+      errorBackoffMs: options.errorBackoffMs ?? 5_000,
+      get runtime() {
+        return self.#runtime;
+      },
+      get draining() {
+        return self.#draining;
+      },
+      get forced() {
+        return self.#forced;
+      },
+    };
+    this.#registrar = new Registrar(this.#core);
     this.#done = new Promise((r) => (this.#resolveDone = r));
   }
 
@@ -165,7 +186,7 @@ export class Daemon implements WorkerApiHost {
 
   /** True once a check-in succeeded, and until one fails. */
   get registered(): boolean {
-    return this.#registered;
+    return this.#registrar.registered;
   }
 
   /** True once `shutdown()` was called. */
@@ -247,10 +268,10 @@ export class Daemon implements WorkerApiHost {
 
   async #lifecycle(): Promise<void> {
     try {
-      await this.#register(this.#claimCtx);
+      await this.#registrar.register(this.#claimCtx);
       await this.#reap(this.#claimCtx);
       for (let slot = 0; slot < this.config.build.limit; slot++) this.#slotLoops.push(this.#slotLoop(slot));
-      const checkIns = this.#checkInLoop(this.#root);
+      const checkIns = this.#registrar.checkInLoop(this.#root);
       await Promise.all(this.#slotLoops);
       await this.shutdown();
       await checkIns;
@@ -258,122 +279,6 @@ export class Daemon implements WorkerApiHost {
       if (!isContextError(e)) this.log.error({ err: e }, 'the worker stopped on an unexpected error');
       await this.shutdown();
     }
-  }
-
-  /** Registration token → queue info → first check-in, each retried until it works or the ctx ends. */
-  async #register(ctx: Context): Promise<void> {
-    for (;;) {
-      if (this.credentials.needsRegistration()) {
-        this.log.warn('no server secret and no valid token: waiting for a registration token on POST /register');
-      }
-      const token = await this.credentials.registrationToken(ctx);
-      try {
-        const info = await this.#client.withToken(token).queueInfo(ctx);
-        const url = this.config.queue.addr ?? info.queue_address;
-        const publicKey = info.queue_public_key ?? this.config.queue.publicKey;
-        if (!url || !publicKey) throw new Error(`the server's queue info has no ${!url ? 'queue address (set VELA_QUEUE_ADDR)' : 'public key'}`);
-        this.#queue?.close();
-        this.#queue = new VelaQueue({
-          url,
-          sentinel: this.config.queue.cluster,
-          publicKey,
-          routes: this.#routes.length > 0 ? this.#routes : ['vela'],
-          popTimeoutSec: this.config.queue.popTimeoutMs / 1000,
-          logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
-        });
-        if (await this.#checkInOnce(ctx)) return;
-      } catch (e) {
-        if (ctx.signal.aborted) throw errOf(ctx);
-        this.log.error({ err: e }, 'registration failed; retrying');
-      }
-      await sleep(ctx, this.#o.errorBackoffMs ?? 5_000);
-    }
-  }
-
-  async #checkInLoop(ctx: Context): Promise<void> {
-    while (!ctx.signal.aborted) {
-      // Until a check-in and its queue PING both worked, retry every 5 s (operate.go's inner loop).
-      const delay = this.#registered && this.#queueOk ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
-      try {
-        await sleep(ctx, delay);
-        await this.#checkInOnce(ctx);
-      } catch (e) {
-        if (ctx.signal.aborted) return;
-        this.log.error({ err: e }, 'check-in failed');
-      }
-    }
-  }
-
-  /** One check-in; re-registers (blocking until `/register`) when the token expired without a secret. */
-  async #checkInOnce(ctx: Context): Promise<boolean> {
-    if (this.credentials.needsRegistration()) {
-      this.#registered = false;
-      this.log.warn('the worker token expired and there is no server secret: waiting for a registration token on POST /register');
-    }
-    const token = await this.credentials.registrationToken(ctx);
-    try {
-      const result = await checkIn(ctx, this.#client.withToken(token), this.#record());
-      this.credentials.setToken(result.token);
-      if (result.worker?.routes && result.worker.routes.length > 0) this.#routes = result.worker.routes;
-      const queueOk = (await this.#queue?.ping()) ?? false;
-      this.#queueOk = queueOk;
-      if (!queueOk) {
-        this.log.error('the queue (Redis) does not answer PING');
-        await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
-      }
-      if (!this.#registered) this.log.info({ created: result.registered, routes: this.#routes }, 'checked in with the server');
-      this.#registered = true;
-      this.#checkInError = undefined;
-      return true;
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.#registered = false;
-      this.#checkInError = errText(e);
-      this.log.error({ err: e }, 'check-in failed');
-      return false;
-    }
-  }
-
-  #status(): VelaWorkerStatus {
-    const n = this.#runningBuilds().length;
-    return n === 0 ? 'idle' : n < this.config.build.limit ? 'available' : 'busy';
-  }
-
-  #runningBuilds(): VelaBuild[] {
-    return [...this.slots.values()].map((s) => ({ id: s.build().id }));
-  }
-
-  /**
-   * The worker record of check-ins. Without `running_builds`, as Vela's check-in: the server keeps
-   * its list, which the reap at start reads (build slots PUT the list themselves).
-   */
-  #record(): VelaWorker & { hostname: string } {
-    return {
-      hostname: this.workerId,
-      address: this.config.worker.addr,
-      ...(this.config.queue.routes.length > 0 ? { routes: this.config.queue.routes } : {}),
-      active: true,
-      status: this.#status(),
-      build_limit: this.config.build.limit,
-    };
-  }
-
-  /** PUT the worker record with the running builds (always present, `[]` when none). */
-  async #putWorker(ctx: Context, extra: Partial<VelaWorker> = {}): Promise<void> {
-    const token = this.credentials.token;
-    if (token === undefined) return;
-    await this.#client.withToken(token).updateWorker(ctx, this.workerId, {
-      ...this.#record(),
-      running_builds: this.#runningBuilds(),
-      last_status_update_at: nowSec(),
-      ...(this.#lastBuildStarted ? { last_build_started_at: this.#lastBuildStarted } : {}),
-      ...(this.#lastBuildFinished ? { last_build_finished_at: this.#lastBuildFinished } : {}),
-      ...extra,
-    });
-  }
-
-  #authClient(): VelaClient {
-    return this.#client.withToken(this.credentials.token ?? '');
   }
 
   // ---------------------------------------------------------------- reaping
@@ -399,7 +304,7 @@ export class Daemon implements WorkerApiHost {
     }
     const left = new Map(this.#state.load().map((r) => [r.id, r]));
     try {
-      const me = await this.#authClient().getWorker(ctx, this.workerId);
+      const me = await this.#registrar.authClient().getWorker(ctx, this.workerId);
       for (const b of me?.running_builds ?? []) {
         if (typeof b.id !== 'number' || this.#isRunning(b.id)) continue;
         const org = b.repo?.org;
@@ -414,7 +319,7 @@ export class Daemon implements WorkerApiHost {
         });
       }
       this.#state.reset();
-      await this.#putWorker(ctx);
+      await this.#registrar.putWorker(ctx);
     } catch (e) {
       if (ctx.signal.aborted) throw errOf(ctx);
       this.log.error({ err: e }, 'could not read or update the builds the server believes run on this worker');
@@ -439,7 +344,7 @@ export class Daemon implements WorkerApiHost {
     if (how.token) tokens.push(how.token);
     if (tokens.length === 0) {
       try {
-        tokens.push(await this.#authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
+        tokens.push(await this.#registrar.authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
       } catch (e) {
         if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
         else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
@@ -472,7 +377,7 @@ export class Daemon implements WorkerApiHost {
       }
       // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
       // queue PING failed.
-      const why = !this.#registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
+      const why = !this.#registrar.registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#registrar.queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
       if (why !== undefined) {
         if (skipping !== why) this.log.warn({ slot }, why);
         skipping = why;
@@ -484,16 +389,16 @@ export class Daemon implements WorkerApiHost {
       // go-vela/worker exec.go: GET the worker before each pop; its routes are what to pop.
       let routes: string[];
       try {
-        const me = await this.#authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
-        if (me?.routes && me.routes.length > 0) this.#routes = me.routes;
-        routes = this.#routes;
+        const me = await this.#registrar.authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
+        this.#registrar.updateRoutes(me?.routes);
+        routes = this.#registrar.routes;
       } catch (e) {
         if (this.#claimCtx.signal.aborted) break;
         this.log.error({ slot, err: e }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
         await sleep(this.#claimCtx, backoff).catch(() => undefined);
         continue;
       }
-      const queue = this.#queue!;
+      const queue = this.#registrar.queue!;
       const res: PopResult = await queue.pop(this.#claimCtx, routes.length > 0 ? routes : queue.routes);
       this.metrics.queueItems.inc({ result: res.kind });
       try {
@@ -545,7 +450,7 @@ export class Daemon implements WorkerApiHost {
     this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
     await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
+    await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
   }
 
   async #item(slot: number, item: QueueItem, entry: RawEntry): Promise<void> {
@@ -555,7 +460,7 @@ export class Daemon implements WorkerApiHost {
       await this.#pushBack(entry, where);
       return;
     }
-    const claim: ClaimResult = await claimBuild(this.#root, this.#authClient(), item);
+    const claim: ClaimResult = await claimBuild(this.#root, this.#registrar.authClient(), item);
     switch (claim.kind) {
       case 'not-pending':
         this.log.info({ ...where }, 'the build is no longer pending (canceled or taken): skipped');
@@ -583,7 +488,7 @@ export class Daemon implements WorkerApiHost {
 
   async #pushBack(entry: RawEntry, where: object): Promise<void> {
     try {
-      await this.#queue!.pushBack(entry);
+      await this.#registrar.queue!.pushBack(entry);
       this.log.info({ ...where }, 'queue item pushed back');
     } catch (e) {
       this.log.error({ ...where, err: e }, 'could not push the item back to the queue: the build stays pending on the server');
@@ -635,9 +540,9 @@ export class Daemon implements WorkerApiHost {
     this.slots.set(slot, entry);
     this.#state.add({ id, org, repo: name, number: vb.number, token: claim.buildToken, claimedAt: started });
     this.metrics.buildsRunning.inc();
-    this.#lastBuildStarted = nowSec();
+    this.#registrar.buildStarted();
     this.log.info({ ...where }, 'build claimed');
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
+    await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
 
     const scm = new ScmAuth({
       client,
@@ -705,9 +610,9 @@ export class Daemon implements WorkerApiHost {
       this.slots.delete(slot);
       this.#state.remove(id);
       this.metrics.buildsRunning.dec();
-      this.#lastBuildFinished = nowSec();
+      this.#registrar.buildFinished();
       resolveDone(result);
-      await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
+      await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
     }
   }
 
@@ -736,11 +641,11 @@ export class Daemon implements WorkerApiHost {
   async readiness(probeRuntime: (ctx: Context, runtime: Runtime) => Promise<string | undefined>): Promise<Readiness> {
     const [ctx, cancel] = withTimeout(this.#root, 5_000);
     try {
-      const queueOk = this.#queue ? await this.#queue.ping() : false;
+      const queueOk = this.#registrar.queue ? await this.#registrar.queue.ping() : false;
       const runtimeError = this.#runtime ? await probeRuntime(ctx, this.#runtime) : 'the runtime is not created yet';
       const checks: Readiness['checks'] = {
-        registered: this.#registered ? { ok: true } : { ok: false, error: this.#checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
-        queue: queueOk ? { ok: true } : { ok: false, error: this.#queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
+        registered: this.#registrar.registered ? { ok: true } : { ok: false, error: this.#registrar.checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
+        queue: queueOk ? { ok: true } : { ok: false, error: this.#registrar.queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
         runtime: runtimeError === undefined ? { ok: true } : { ok: false, error: runtimeError },
       };
       return { ready: !this.#draining && checks.registered.ok && checks.queue.ok && checks.runtime.ok, checks };
@@ -832,7 +737,7 @@ export class Daemon implements WorkerApiHost {
       if (this.slots.size > 0 && !this.#forced) this.#force(`the drain grace of ${Math.round(grace / 1000)} s is over`);
       await all;
       const [ctx, cancel] = withTimeout(this.#root, 20_000);
-      await this.#putWorker(ctx)
+      await this.#registrar.putWorker(ctx)
         .catch((e: unknown) => this.log.warn({ err: e }, 'final worker update failed'))
         .finally(cancel);
     } catch (e) {
@@ -844,7 +749,7 @@ export class Daemon implements WorkerApiHost {
 
   async #close(): Promise<void> {
     this.#cancelRoot(new Error('the worker stopped'));
-    this.#queue?.close();
+    this.#registrar.queue?.close();
     try {
       await this.#runtime?.close();
     } catch (e) {
