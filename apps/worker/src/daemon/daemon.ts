@@ -2,7 +2,7 @@
  * The Vela worker daemon (`berth start`): registration and check-in, build slots popping the
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
-import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
+import { type CancelFunc, type Context, background, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
 import { type BuildResult, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
 import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
 import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
@@ -12,13 +12,14 @@ import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
 import { WorkerCredentials } from '../vela/auth.ts';
 import { claimBuild, type ClaimResult } from '../vela/claim.ts';
-import { type RetryOptions, VelaClient, isVelaStatus } from '../vela/client.ts';
+import { type RetryOptions, VelaClient } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
 import type { VelaBuild } from '../vela/models.ts';
 import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild } from '../vela/queue.ts';
 import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { type ApiTls, createApi } from './api.ts';
 import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts';
+import { Reaper } from './reaper.ts';
 import { Registrar } from './registrar.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { runEnvironment } from './environment.ts';
@@ -59,7 +60,6 @@ export interface DaemonOptions {
 }
 
 const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-const nowSec = (): number => Math.floor(Date.now() / 1000);
 
 /**
  * The daemon. `Daemon.start` listens, connects the runtime, registers, reaps and starts the build
@@ -94,6 +94,7 @@ export class Daemon implements WorkerApiHost {
   /** What the parts share (see {@link DaemonCore}). */
   readonly #core: DaemonCore;
   readonly #registrar: Registrar;
+  readonly #reaper: Reaper;
   #draining = false;
   #forced = false;
   #stopping: Promise<void> | undefined;
@@ -146,6 +147,7 @@ export class Daemon implements WorkerApiHost {
       },
     };
     this.#registrar = new Registrar(this.#core);
+    this.#reaper = new Reaper(this.#core, this.#registrar);
     this.#done = new Promise((r) => (this.#resolveDone = r));
   }
 
@@ -269,7 +271,7 @@ export class Daemon implements WorkerApiHost {
   async #lifecycle(): Promise<void> {
     try {
       await this.#registrar.register(this.#claimCtx);
-      await this.#reap(this.#claimCtx);
+      await this.#reaper.reap(this.#claimCtx);
       for (let slot = 0; slot < this.config.build.limit; slot++) this.#slotLoops.push(this.#slotLoop(slot));
       const checkIns = this.#registrar.checkInLoop(this.#root);
       await Promise.all(this.#slotLoops);
@@ -279,89 +281,6 @@ export class Daemon implements WorkerApiHost {
       if (!isContextError(e)) this.log.error({ err: e }, 'the worker stopped on an unexpected error');
       await this.shutdown();
     }
-  }
-
-  // ---------------------------------------------------------------- reaping
-
-  /**
-   * What a crashed run of this worker left: containers, networks, volumes and pods labelled with
-   * this worker's id, and builds the server still believes run here, reported as errored.
-   */
-  async #reap(ctx: Context): Promise<void> {
-    const keep = new Set([...this.slots.values()].map((s) => String(s.build().id)));
-    try {
-      const [rctx, cancel] = withTimeout(ctx, 120_000);
-      try {
-        const report = await this.#runtime!.reap(rctx, this.workerId, keep);
-        const n = report.containers.length + report.networks.length + report.volumes.length + report.pods.length;
-        if (n > 0) this.log.warn({ ...report }, `reaped ${n} resource(s) a previous run of this worker left`);
-      } finally {
-        cancel();
-      }
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: e }, 'reaping the runtime failed; a later start will try again');
-    }
-    const left = new Map(this.#state.load().map((r) => [r.id, r]));
-    try {
-      const me = await this.#registrar.authClient().getWorker(ctx, this.workerId);
-      for (const b of me?.running_builds ?? []) {
-        if (typeof b.id !== 'number' || this.#isRunning(b.id)) continue;
-        const org = b.repo?.org;
-        const repo = b.repo?.name;
-        if (!org || !repo || typeof b.number !== 'number') {
-          this.log.warn({ build: b.id }, 'the server lists a running build of this worker without its repo; cannot report it');
-          continue;
-        }
-        const saved = left.get(b.id);
-        await this.#failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
-          token: saved?.token,
-        });
-      }
-      this.#state.reset();
-      await this.#registrar.putWorker(ctx);
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: e }, 'could not read or update the builds the server believes run on this worker');
-    }
-  }
-
-  #isRunning(buildId: number): boolean {
-    for (const s of this.slots.values()) if (s.build().id === buildId) return true;
-    return false;
-  }
-
-  /**
-   * Sets a build to `error` with `message`, with a build token: the one given (saved at claim), else
-   * a fresh one (the server mints them for pending builds only). Never the server secret: the
-   * build PUT needs a build token for this very build (server router/build.go `PUT` with
-   * perm.MustBuildAccess, which lets only a WorkerBuild token or a platform admin through; the
-   * secret maps to a ServerWorker claim). Never rejects.
-   */
-  async #failBuild(ctx: Context, b: { id?: number; org: string; repo: string; number: number }, message: string, how: { token?: string | undefined } = {}): Promise<boolean> {
-    const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
-    const tokens: string[] = [];
-    if (how.token) tokens.push(how.token);
-    if (tokens.length === 0) {
-      try {
-        tokens.push(await this.#registrar.authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
-      } catch (e) {
-        if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
-        else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
-        else this.log.error({ ...where, err: e }, 'could not get a build token to report the build as errored');
-        return false;
-      }
-    }
-    for (const token of tokens) {
-      try {
-        await this.#client.withToken(token).updateBuild(ctx, b.org, b.repo, { number: b.number, status: 'error', error: message, finished: nowSec() }, { retry: { attempts: 3 } });
-        this.log.warn({ ...where, error: message }, 'build reported as errored');
-        return true;
-      } catch (e) {
-        this.log.error({ ...where, err: e }, 'could not report the build as errored');
-      }
-    }
-    return false;
   }
 
   // ---------------------------------------------------------------- build slots
@@ -436,7 +355,7 @@ export class Daemon implements WorkerApiHost {
     const what = unverified ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number } : {};
     this.log.error({ slot, route: entry.route, bytes: entry.bytes.length, ...what }, `dropped a queue item: ${reason}`);
     if (unverified?.org && unverified.repo && typeof unverified.number === 'number') {
-      await this.#failBuild(
+      await this.#reaper.failBuild(
         this.#root,
         { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
         `The worker could not use this build's queue item: ${reason}.`,
@@ -448,7 +367,7 @@ export class Daemon implements WorkerApiHost {
   async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
     const b = item.build;
     this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
-    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
+    await this.#reaper.failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
     await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
   }
@@ -475,7 +394,7 @@ export class Daemon implements WorkerApiHost {
           await sleep(this.#claimCtx, this.#o.errorBackoffMs ?? 5_000).catch(() => undefined);
         } else {
           this.log.error({ ...where, err: claim.error }, 'could not get the executable');
-          await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
+          await this.#reaper.failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
             token: claim.buildToken,
           });
         }
@@ -522,7 +441,7 @@ export class Daemon implements WorkerApiHost {
     }
     if (!build) {
       this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
+      await this.#reaper.failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
       this.metrics.buildsTotal.inc({ status: 'error' });
       return;
     }
@@ -604,7 +523,7 @@ export class Daemon implements WorkerApiHost {
     } catch (e) {
       this.log.error({ ...where, err: e }, 'the build failed unexpectedly');
       this.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
+      await this.#reaper.failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
     } finally {
       reporter.abandon();
       this.slots.delete(slot);
