@@ -3,32 +3,25 @@
  * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
  */
 import { type CancelFunc, type Context, background, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
-import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
-import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { type BuildResult, isFinal, RuntimeEventRouter } from '@berth/executor';
+import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
 import { WorkerCredentials } from '../vela/auth.ts';
-import { claimBuild, type ClaimResult } from '../vela/claim.ts';
 import { type RetryOptions, VelaClient } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
 import type { VelaBuild } from '../vela/models.ts';
-import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild } from '../vela/queue.ts';
-import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
 import { type ApiTls, createApi } from './api.ts';
 import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts';
 import { Reaper } from './reaper.ts';
 import { Registrar } from './registrar.ts';
+import { SlotRunner } from './slot-runner.ts';
 import { DaemonMetrics } from './metrics.ts';
-import { runEnvironment } from './environment.ts';
-import { ScmAuth } from './scm-auth.ts';
-import { velaSecretLoader } from './secrets.ts';
 import { RunningBuildsFile } from './state.ts';
 
-/** The message Vela stores on a build queued by a server with another item version. */
-export const STALE_BUILD_MESSAGE = 'Unable to process stale build (queued before Vela upgrade/downgrade).';
+export { STALE_BUILD_MESSAGE, sanitizePipeline } from './slot-runner.ts';
 
 /** Options of {@link Daemon.start}. */
 export interface DaemonOptions {
@@ -87,7 +80,6 @@ export class Daemon implements WorkerApiHost {
   readonly #state: RunningBuildsFile;
   /** Slot → its current build. Pruned when the build ends. */
   readonly slots = new Map<number, SlotEntry>();
-  readonly #slotLoops: Promise<void>[] = [];
   #api: FastifyInstance | undefined;
   #apiUrl = '';
   #runtime: Runtime | undefined;
@@ -95,6 +87,7 @@ export class Daemon implements WorkerApiHost {
   readonly #core: DaemonCore;
   readonly #registrar: Registrar;
   readonly #reaper: Reaper;
+  readonly #slots: SlotRunner;
   #draining = false;
   #forced = false;
   #stopping: Promise<void> | undefined;
@@ -148,6 +141,7 @@ export class Daemon implements WorkerApiHost {
     };
     this.#registrar = new Registrar(this.#core);
     this.#reaper = new Reaper(this.#core, this.#registrar);
+    this.#slots = new SlotRunner(this.#core, { registrar: this.#registrar, reaper: this.#reaper, events: this.#events, cleanupTimeoutMs: options.cleanupTimeoutMs });
     this.#done = new Promise((r) => (this.#resolveDone = r));
   }
 
@@ -272,286 +266,15 @@ export class Daemon implements WorkerApiHost {
     try {
       await this.#registrar.register(this.#claimCtx);
       await this.#reaper.reap(this.#claimCtx);
-      for (let slot = 0; slot < this.config.build.limit; slot++) this.#slotLoops.push(this.#slotLoop(slot));
+      this.#slots.start();
       const checkIns = this.#registrar.checkInLoop(this.#root);
-      await Promise.all(this.#slotLoops);
+      await this.#slots.all();
       await this.shutdown();
       await checkIns;
     } catch (e) {
       if (!isContextError(e)) this.log.error({ err: e }, 'the worker stopped on an unexpected error');
       await this.shutdown();
     }
-  }
-
-  // ---------------------------------------------------------------- build slots
-
-  async #slotLoop(slot: number): Promise<void> {
-    const backoff = this.#o.errorBackoffMs ?? 5_000;
-    let skipping: string | undefined;
-    while (!this.#claimCtx.signal.aborted) {
-      // The token expired without a secret to fall back on: claim nothing until a /register.
-      if (this.credentials.needsRegistration()) {
-        await sleep(this.#claimCtx, 1_000).catch(() => undefined);
-        continue;
-      }
-      // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
-      // queue PING failed.
-      const why = !this.#registrar.registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#registrar.queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
-      if (why !== undefined) {
-        if (skipping !== why) this.log.warn({ slot }, why);
-        skipping = why;
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-        continue;
-      }
-      if (skipping !== undefined) this.log.info({ slot }, 'checked in again: reading the queue');
-      skipping = undefined;
-      // go-vela/worker exec.go: GET the worker before each pop; its routes are what to pop.
-      let routes: string[];
-      try {
-        const me = await this.#registrar.authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
-        this.#registrar.updateRoutes(me?.routes);
-        routes = this.#registrar.routes;
-      } catch (e) {
-        if (this.#claimCtx.signal.aborted) break;
-        this.log.error({ slot, err: e }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-        continue;
-      }
-      const queue = this.#registrar.queue!;
-      const res: PopResult = await queue.pop(this.#claimCtx, routes.length > 0 ? routes : queue.routes);
-      this.metrics.queueItems.inc({ result: res.kind });
-      try {
-        switch (res.kind) {
-          case 'canceled':
-          case 'empty':
-            break;
-          case 'error':
-            if (this.#claimCtx.signal.aborted) break;
-            this.log.error({ slot, err: res.error }, 'queue pop failed; retrying');
-            await sleep(this.#claimCtx, backoff).catch(() => undefined);
-            break;
-          case 'bad-signature':
-            await this.#badItem(slot, res.entry, 'its signature does not verify with the server queue key', res.unverified);
-            break;
-          case 'bad-item':
-            await this.#badItem(slot, res.entry, res.reason, res.build);
-            break;
-          case 'stale':
-            await this.#stale(slot, res.item, res.version);
-            break;
-          case 'item':
-            await this.#item(slot, res.item, res.entry);
-            break;
-        }
-      } catch (e) {
-        // Never let one item end the slot.
-        this.log.error({ slot, err: e }, 'unexpected error handling a queue item');
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-      }
-    }
-  }
-
-  async #badItem(slot: number, entry: RawEntry, reason: string, unverified: UnverifiedBuild | undefined): Promise<void> {
-    const what = unverified ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number } : {};
-    this.log.error({ slot, route: entry.route, bytes: entry.bytes.length, ...what }, `dropped a queue item: ${reason}`);
-    if (unverified?.org && unverified.repo && typeof unverified.number === 'number') {
-      await this.#reaper.failBuild(
-        this.#root,
-        { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
-        `The worker could not use this build's queue item: ${reason}.`,
-        {},
-      );
-    }
-  }
-
-  async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
-    const b = item.build;
-    this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
-    await this.#reaper.failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
-    // It was never added to running_builds; make sure the server agrees.
-    await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
-  }
-
-  async #item(slot: number, item: QueueItem, entry: RawEntry): Promise<void> {
-    const b = item.build;
-    const where = { slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number };
-    if (this.#draining) {
-      await this.#pushBack(entry, where);
-      return;
-    }
-    const claim: ClaimResult = await claimBuild(this.#root, this.#registrar.authClient(), item);
-    switch (claim.kind) {
-      case 'not-pending':
-        this.log.info({ ...where }, 'the build is no longer pending (canceled or taken): skipped');
-        return;
-      case 'unknown-build':
-        this.log.warn({ ...where, err: claim.error }, 'the server has no such build: skipped');
-        return;
-      case 'failed':
-        if (claim.stage === 'token') {
-          this.log.error({ ...where, err: claim.error }, 'could not get the build token: the item goes back to the queue');
-          await this.#pushBack(entry, where);
-          await sleep(this.#claimCtx, this.#o.errorBackoffMs ?? 5_000).catch(() => undefined);
-        } else {
-          this.log.error({ ...where, err: claim.error }, 'could not get the executable');
-          await this.#reaper.failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
-            token: claim.buildToken,
-          });
-        }
-        return;
-      case 'claimed':
-        await this.#run(slot, item, claim);
-        return;
-    }
-  }
-
-  async #pushBack(entry: RawEntry, where: object): Promise<void> {
-    try {
-      await this.#registrar.queue!.pushBack(entry);
-      this.log.info({ ...where }, 'queue item pushed back');
-    } catch (e) {
-      this.log.error({ ...where, err: e }, 'could not push the item back to the queue: the build stays pending on the server');
-    }
-  }
-
-  async #run(slot: number, item: QueueItem, claim: Extract<ClaimResult, { kind: 'claimed' }>): Promise<void> {
-    const started = Date.now();
-    // The repo last: the build's own fields (status…) lead each PUT body, which reads better in logs.
-    const { repo: itemRepo, ...itemFields } = item.build;
-    const vb: ReportedBuild = { ...itemFields, repo: itemRepo };
-    const id = item.build.id;
-    const { org, name } = vb.repo;
-    const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
-    // The server sets `enqueued` only after the push (S api/build/enqueue.go), so the item's build
-    // usually lacks it: fall back to `created` (set when the build was created, just before).
-    const queuedAt = typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
-    if (queuedAt !== undefined) this.metrics.queueWait.observe(Math.max(0, started / 1000 - queuedAt));
-    const client = claim.client;
-    const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
-
-    // The compiled pipeline, checked.
-    let build: Build | undefined;
-    let problem: string | undefined;
-    const parsed = parseBuild(claim.pipeline);
-    if (!parsed.ok) problem = parsed.issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
-    else {
-      const issues = validateBuild(parsed.value);
-      if (issues.length > 0) problem = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
-      else build = prepareBuild(parsed.value, { org, repo: name, number: vb.number });
-    }
-    if (!build) {
-      this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#reaper.failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
-      this.metrics.buildsTotal.inc({ status: 'error' });
-      return;
-    }
-
-    let resolveDone!: (r: BuildResult | undefined) => void;
-    const entry: SlotEntry = {
-      slot,
-      build: () => reporter.build,
-      pipeline: sanitizePipeline(build),
-      repo: vb.repo,
-      executor: undefined,
-      pendingCancel: undefined,
-      done: new Promise((r) => (resolveDone = r)),
-    };
-    this.slots.set(slot, entry);
-    this.#state.add({ id, org, repo: name, number: vb.number, token: claim.buildToken, claimedAt: started });
-    this.metrics.buildsRunning.inc();
-    this.#registrar.buildStarted();
-    this.log.info({ ...where }, 'build claimed');
-    await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
-
-    const scm = new ScmAuth({
-      client,
-      org,
-      repo: name,
-      number: vb.number,
-      build,
-      serverAddr: this.config.server.addr,
-      logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
-    });
-    // executor.enforce-trusted-repos (go-vela/worker executor/linux/step.go ExecStep ~197–205,
-    // service.go ExecService, build.go for secret origins): an untrusted repo may not run an image
-    // the privileged allowlist names. Go errors the step when it is about to run; Berth errors the
-    // build while assembling it (each container's environment is laid then), before anything runs.
-    const guarded = this.config.executor.enforceTrustedRepos && vb.repo.trusted !== true ? this.config.runtime.privilegedImages : [];
-    const untrustedPrivileged = (image: string): void => {
-      if (guarded.length > 0 && isPrivilegedImage(image, guarded)) {
-        throw new Error(`attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`);
-      }
-    };
-    const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
-    const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
-    let result: BuildResult | undefined;
-    try {
-      result = await runBuild(this.#root, {
-        build,
-        runtime: this.#runtime!,
-        // The SCM reporter after the Vela one: the build is running on the server when it asks for tokens.
-        reporter: combineReporters(reporter, scm.reporter(), this.#metricsReporter(where)),
-        timeoutMs,
-        logStreamingGraceMs: this.config.executor.logStreamingTimeoutMs,
-        ...(this.#o.cleanupTimeoutMs === undefined ? {} : { cleanupTimeoutMs: this.#o.cleanupTimeoutMs }),
-        ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
-        ruleData: ruleDataOf(vb),
-        loadSecret: velaSecretLoader(client, { org, name }),
-        environment: (container) => {
-          untrustedPrivileged(container.image);
-          return { ...environment(container), ...scm.environment(container) };
-        },
-        events: this.#events,
-        host: this.workerId,
-        version: this.version,
-        logger: {
-          debug: (m) => this.log.debug({ ...where }, m),
-          info: (m) => this.log.info({ ...where }, m),
-          warn: (m) => this.log.warn({ ...where }, m),
-        },
-        onStart: (executor) => {
-          entry.executor = executor;
-          // A cancel recorded while the slot was starting, or a drain forced meanwhile: cancel at once.
-          if (entry.pendingCancel) executor.cancelBuild(entry.pendingCancel);
-          else if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
-        },
-      });
-      const status = result.status;
-      this.metrics.buildsTotal.inc({ status });
-      this.metrics.buildDuration.observe({ status }, (Date.now() - started) / 1000);
-      this.log.info({ ...where, status, error: result.build.error, seconds: Math.round((Date.now() - started) / 1000) }, 'build finished');
-    } catch (e) {
-      this.log.error({ ...where, err: e }, 'the build failed unexpectedly');
-      this.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#reaper.failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
-    } finally {
-      reporter.abandon();
-      this.slots.delete(slot);
-      this.#state.remove(id);
-      this.metrics.buildsRunning.dec();
-      this.#registrar.buildFinished();
-      resolveDone(result);
-      await this.#registrar.putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
-    }
-  }
-
-  /** Step durations and log bytes into the metrics. */
-  #metricsReporter(where: object): Reporter {
-    return {
-      buildStatus: () => Promise.resolve(),
-      stepStatus: (_ctx, step) => {
-        if (step.finished !== undefined && step.started !== undefined && step.kind !== 'init' && ['success', 'failure', 'error', 'canceled', 'killed'].includes(step.status)) {
-          this.metrics.stepDuration.observe({ kind: step.kind, status: step.status }, Math.max(0, (step.finished - step.started) / 1000));
-        }
-        if (step.kind !== 'init' && step.status !== 'running' && step.status !== 'pending') this.log.debug({ ...where, step: step.name, status: step.status, exitCode: step.exitCode }, 'step finished');
-        return Promise.resolve();
-      },
-      appendLog: (_ctx, target, chunk) => {
-        this.metrics.logBytes.inc({ kind: target.kind }, chunk.byteLength);
-        return Promise.resolve();
-      },
-      closeLog: () => Promise.resolve(),
-    };
   }
 
   // ---------------------------------------------------------------- API helpers
@@ -646,7 +369,7 @@ export class Daemon implements WorkerApiHost {
   async #drain(): Promise<void> {
     try {
       const grace = this.#o.drainGraceMs ?? 600_000;
-      const all = Promise.all(this.#slotLoops);
+      const all = this.#slots.all();
       const [graceCtx, cancelGrace] = withTimeout(this.#root, grace);
       try {
         await Promise.race([all, graceCtx.done()]);
@@ -688,34 +411,3 @@ export class Daemon implements WorkerApiHost {
     return this.#started;
   }
 }
-
-/** Rule data for rulesets from the queue item's build (branch, event, repo, tag, target…). */
-function ruleDataOf(b: VelaBuild): { branch?: string; event?: string; repo?: string; tag?: string; target?: string; comment?: string; sender?: string } {
-  const event = b.event ? (b.event_action ? `${b.event}:${b.event_action}` : b.event) : undefined;
-  const tag = b.event === 'tag' && typeof b.ref === 'string' ? b.ref.replace(/^refs\/tags\//, '') : undefined;
-  const out: Record<string, string> = {};
-  if (b.branch) out.branch = b.branch;
-  if (event) out.event = event;
-  if (b.repo?.full_name) out.repo = b.repo.full_name;
-  if (tag) out.tag = tag;
-  if (b.deploy) out.target = b.deploy;
-  if (typeof b.sender === 'string' && b.sender) out.sender = b.sender;
-  return out;
-}
-
-const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
-
-/** The pipeline as the executors API shows it: no token, no secret values, no credentials in env. */
-export function sanitizePipeline(build: Build): Record<string, unknown> {
-  const json = marshalBuild(build);
-  if (typeof json.token === 'string' && json.token !== '') json.token = '***';
-  const scrubEnv = (env: unknown): void => {
-    if (env && typeof env === 'object') for (const k of CREDENTIAL_ENV) if (k in env) (env as Record<string, unknown>)[k] = '***';
-  };
-  scrubEnv(json.environment);
-  for (const s of (json.secrets as Array<Record<string, unknown>> | undefined) ?? []) if (typeof s.value === 'string' && s.value !== '') s.value = '***';
-  for (const list of ['steps', 'services'] as const) for (const c of (json[list] as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
-  for (const st of (json.stages as Array<Record<string, unknown>> | undefined) ?? []) for (const c of (st.steps as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
-  return json;
-}
-
