@@ -1,6 +1,7 @@
 /**
- * The Vela worker daemon (`berth start`): registration and check-in, build slots popping the
- * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
+ * The Vela worker daemon (`berth start`): listens (the worker's HTTP API), creates the runtime,
+ * and composes its parts: the registrar (registration, check-ins, worker record), the reaper
+ * (what a crashed run left, failing builds), the slot runner (pop, claim, run) and the drain.
  */
 import { type CancelFunc, type Context, background, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
 import { type BuildResult, isFinal, RuntimeEventRouter } from '@berth/executor';
@@ -18,6 +19,7 @@ import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts
 import { Reaper } from './reaper.ts';
 import { Registrar } from './registrar.ts';
 import { SlotRunner } from './slot-runner.ts';
+import { Drain } from './drain.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { RunningBuildsFile } from './state.ts';
 
@@ -88,8 +90,8 @@ export class Daemon implements WorkerApiHost {
   readonly #registrar: Registrar;
   readonly #reaper: Reaper;
   readonly #slots: SlotRunner;
+  readonly #drain: Drain;
   #draining = false;
-  #forced = false;
   #stopping: Promise<void> | undefined;
   readonly #done: Promise<void>;
   #resolveDone!: () => void;
@@ -136,12 +138,22 @@ export class Daemon implements WorkerApiHost {
         return self.#draining;
       },
       get forced() {
-        return self.#forced;
+        return self.#drain.forced;
       },
     };
     this.#registrar = new Registrar(this.#core);
     this.#reaper = new Reaper(this.#core, this.#registrar);
     this.#slots = new SlotRunner(this.#core, { registrar: this.#registrar, reaper: this.#reaper, events: this.#events, cleanupTimeoutMs: options.cleanupTimeoutMs });
+    this.#drain = new Drain(this.#core, {
+      registrar: this.#registrar,
+      slots: this.#slots,
+      graceMs: options.drainGraceMs ?? 600_000,
+      cancelRoot: this.#cancelRoot,
+      closeApi: async () => {
+        await this.#api?.close();
+      },
+      onClosed: () => this.#resolveDone(),
+    });
     this.#done = new Promise((r) => (this.#resolveDone = r));
   }
 
@@ -350,60 +362,14 @@ export class Daemon implements WorkerApiHost {
    */
   shutdown(reason = 'shutdown requested'): Promise<void> {
     if (this.#draining) {
-      if (!this.#forced && reason !== 'shutdown requested') this.#force(reason);
+      if (!this.#drain.forced && reason !== 'shutdown requested') this.#drain.force(reason);
       return this.#stopping ?? this.#done;
     }
     this.#draining = true;
     this.log.warn({ reason, running: this.slots.size, graceMs: this.#o.drainGraceMs ?? 600_000 }, 'draining: no new builds; waiting for running builds');
     this.#cancelClaims(new Error(`draining: ${reason}`));
-    this.#stopping = this.#drain();
+    this.#stopping = this.#drain.run();
     return this.#stopping;
-  }
-
-  #force(reason: string): void {
-    this.#forced = true;
-    this.log.warn({ reason, running: this.slots.size }, 'forced shutdown: canceling running builds now');
-    for (const s of this.slots.values()) s.executor?.cancelBuild(new Error(`the worker is shutting down (${reason})`));
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      const grace = this.#o.drainGraceMs ?? 600_000;
-      const all = this.#slots.all();
-      const [graceCtx, cancelGrace] = withTimeout(this.#root, grace);
-      try {
-        await Promise.race([all, graceCtx.done()]);
-      } finally {
-        cancelGrace();
-      }
-      if (this.slots.size > 0 && !this.#forced) this.#force(`the drain grace of ${Math.round(grace / 1000)} s is over`);
-      await all;
-      const [ctx, cancel] = withTimeout(this.#root, 20_000);
-      await this.#registrar.putWorker(ctx)
-        .catch((e: unknown) => this.log.warn({ err: e }, 'final worker update failed'))
-        .finally(cancel);
-    } catch (e) {
-      this.log.error({ err: e }, 'error while draining');
-    } finally {
-      await this.#close();
-    }
-  }
-
-  async #close(): Promise<void> {
-    this.#cancelRoot(new Error('the worker stopped'));
-    this.#registrar.queue?.close();
-    try {
-      await this.#runtime?.close();
-    } catch (e) {
-      this.log.warn({ err: e }, 'closing the runtime failed');
-    }
-    try {
-      await this.#api?.close();
-    } catch (e) {
-      this.log.warn({ err: e }, 'closing the API failed');
-    }
-    this.log.info('the worker stopped');
-    this.#resolveDone();
   }
 
   /** True once `start` finished (for tests). */
