@@ -1,32 +1,29 @@
 /**
- * The Vela worker daemon (`berth start`): registration and check-in, build slots popping the
- * Redis queue, claiming and running builds, the worker's HTTP API, graceful drain and reaping.
+ * The Vela worker daemon (`berth start`): listens (the worker's HTTP API), creates the runtime,
+ * and composes its parts: the registrar (registration, check-ins, worker record), the reaper
+ * (what a crashed run left, failing builds), the slot runner (pop, claim, run) and the drain.
  */
-import { type CancelFunc, type Context, background, errOf, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, type Reporter, combineReporters, isFinal, runBuild, RuntimeEventRouter } from '@berth/executor';
-import { type Build, marshalBuild, parseBuild, prepareBuild, validateBuild } from '@berth/pipeline';
-import { isPrivilegedImage, isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
+import { type CancelFunc, type Context, background, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
+import { type BuildResult, isFinal, RuntimeEventRouter } from '@berth/executor';
+import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
-import { WorkerCredentials, checkIn, nextCheckInDelayMs } from '../vela/auth.ts';
-import { claimBuild, type ClaimResult } from '../vela/claim.ts';
-import { type RetryOptions, VelaClient, isVelaStatus } from '../vela/client.ts';
+import { WorkerCredentials } from '../vela/auth.ts';
+import { type RetryOptions, VelaClient } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
-import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
-import { type PopResult, type QueueItem, type RawEntry, type UnverifiedBuild, VelaQueue } from '../vela/queue.ts';
-import { type ReportedBuild, VelaReporter } from '../vela/reporter.ts';
+import type { VelaBuild } from '../vela/models.ts';
 import { type ApiTls, createApi } from './api.ts';
-import type { Readiness, SlotEntry, WorkerApiHost } from './types.ts';
+import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts';
+import { Reaper } from './reaper.ts';
+import { Registrar } from './registrar.ts';
+import { SlotRunner } from './slot-runner.ts';
+import { Drain } from './drain.ts';
 import { DaemonMetrics } from './metrics.ts';
-import { runEnvironment } from './environment.ts';
-import { ScmAuth } from './scm-auth.ts';
-import { velaSecretLoader } from './secrets.ts';
 import { RunningBuildsFile } from './state.ts';
 
-/** The message Vela stores on a build queued by a server with another item version. */
-export const STALE_BUILD_MESSAGE = 'Unable to process stale build (queued before Vela upgrade/downgrade).';
+export { STALE_BUILD_MESSAGE, sanitizePipeline } from './slot-runner.ts';
 
 /** Options of {@link Daemon.start}. */
 export interface DaemonOptions {
@@ -58,7 +55,6 @@ export interface DaemonOptions {
 }
 
 const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-const nowSec = (): number => Math.floor(Date.now() / 1000);
 
 /**
  * The daemon. `Daemon.start` listens, connects the runtime, registers, reaps and starts the build
@@ -86,20 +82,16 @@ export class Daemon implements WorkerApiHost {
   readonly #state: RunningBuildsFile;
   /** Slot → its current build. Pruned when the build ends. */
   readonly slots = new Map<number, SlotEntry>();
-  readonly #slotLoops: Promise<void>[] = [];
   #api: FastifyInstance | undefined;
   #apiUrl = '';
   #runtime: Runtime | undefined;
-  #queue: VelaQueue | undefined;
-  #registered = false;
-  /** The last check-in's queue PING answered (go-vela/worker `QueueCheckedIn`). */
-  #queueOk = false;
-  #routes: string[];
-  #checkInError: string | undefined;
-  #lastBuildStarted = 0;
-  #lastBuildFinished = 0;
+  /** What the parts share (see {@link DaemonCore}). */
+  readonly #core: DaemonCore;
+  readonly #registrar: Registrar;
+  readonly #reaper: Reaper;
+  readonly #slots: SlotRunner;
+  readonly #drain: Drain;
   #draining = false;
-  #forced = false;
   #stopping: Promise<void> | undefined;
   readonly #done: Promise<void>;
   #resolveDone!: () => void;
@@ -123,8 +115,45 @@ export class Daemon implements WorkerApiHost {
       logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
       fetch: this.metrics.countingFetch(),
     });
-    this.#routes = this.config.queue.routes;
     this.#state = new RunningBuildsFile(options.stateDir, this.config.worker.hostname);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the core's getters read the daemon's private state
+    const self = this;
+    this.#core = {
+      config: this.config,
+      log: this.log,
+      version: this.version,
+      metrics: this.metrics,
+      credentials: this.credentials,
+      client: this.#client,
+      workerId: this.config.worker.hostname,
+      root: this.#root,
+      claimCtx: this.#claimCtx,
+      slots: this.slots,
+      state: this.#state,
+      errorBackoffMs: options.errorBackoffMs ?? 5_000,
+      get runtime() {
+        return self.#runtime;
+      },
+      get draining() {
+        return self.#draining;
+      },
+      get forced() {
+        return self.#drain.forced;
+      },
+    };
+    this.#registrar = new Registrar(this.#core);
+    this.#reaper = new Reaper(this.#core, this.#registrar);
+    this.#slots = new SlotRunner(this.#core, { registrar: this.#registrar, reaper: this.#reaper, events: this.#events, cleanupTimeoutMs: options.cleanupTimeoutMs });
+    this.#drain = new Drain(this.#core, {
+      registrar: this.#registrar,
+      slots: this.#slots,
+      graceMs: options.drainGraceMs ?? 600_000,
+      cancelRoot: this.#cancelRoot,
+      closeApi: async () => {
+        await this.#api?.close();
+      },
+      onClosed: () => this.#resolveDone(),
+    });
     this.#done = new Promise((r) => (this.#resolveDone = r));
   }
 
@@ -165,7 +194,7 @@ export class Daemon implements WorkerApiHost {
 
   /** True once a check-in succeeded, and until one fails. */
   get registered(): boolean {
-    return this.#registered;
+    return this.#registrar.registered;
   }
 
   /** True once `shutdown()` was called. */
@@ -247,11 +276,11 @@ export class Daemon implements WorkerApiHost {
 
   async #lifecycle(): Promise<void> {
     try {
-      await this.#register(this.#claimCtx);
-      await this.#reap(this.#claimCtx);
-      for (let slot = 0; slot < this.config.build.limit; slot++) this.#slotLoops.push(this.#slotLoop(slot));
-      const checkIns = this.#checkInLoop(this.#root);
-      await Promise.all(this.#slotLoops);
+      await this.#registrar.register(this.#claimCtx);
+      await this.#reaper.reap(this.#claimCtx);
+      this.#slots.start();
+      const checkIns = this.#registrar.checkInLoop(this.#root);
+      await this.#slots.all();
       await this.shutdown();
       await checkIns;
     } catch (e) {
@@ -260,487 +289,17 @@ export class Daemon implements WorkerApiHost {
     }
   }
 
-  /** Registration token → queue info → first check-in, each retried until it works or the ctx ends. */
-  async #register(ctx: Context): Promise<void> {
-    for (;;) {
-      if (this.credentials.needsRegistration()) {
-        this.log.warn('no server secret and no valid token: waiting for a registration token on POST /register');
-      }
-      const token = await this.credentials.registrationToken(ctx);
-      try {
-        const info = await this.#client.withToken(token).queueInfo(ctx);
-        const url = this.config.queue.addr ?? info.queue_address;
-        const publicKey = info.queue_public_key ?? this.config.queue.publicKey;
-        if (!url || !publicKey) throw new Error(`the server's queue info has no ${!url ? 'queue address (set VELA_QUEUE_ADDR)' : 'public key'}`);
-        this.#queue?.close();
-        this.#queue = new VelaQueue({
-          url,
-          sentinel: this.config.queue.cluster,
-          publicKey,
-          routes: this.#routes.length > 0 ? this.#routes : ['vela'],
-          popTimeoutSec: this.config.queue.popTimeoutMs / 1000,
-          logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
-        });
-        if (await this.#checkInOnce(ctx)) return;
-      } catch (e) {
-        if (ctx.signal.aborted) throw errOf(ctx);
-        this.log.error({ err: e }, 'registration failed; retrying');
-      }
-      await sleep(ctx, this.#o.errorBackoffMs ?? 5_000);
-    }
-  }
-
-  async #checkInLoop(ctx: Context): Promise<void> {
-    while (!ctx.signal.aborted) {
-      // Until a check-in and its queue PING both worked, retry every 5 s (operate.go's inner loop).
-      const delay = this.#registered && this.#queueOk ? nextCheckInDelayMs(this.credentials.token ?? '', this.config.worker.checkInMs) : Math.min(5_000, this.config.worker.checkInMs);
-      try {
-        await sleep(ctx, delay);
-        await this.#checkInOnce(ctx);
-      } catch (e) {
-        if (ctx.signal.aborted) return;
-        this.log.error({ err: e }, 'check-in failed');
-      }
-    }
-  }
-
-  /** One check-in; re-registers (blocking until `/register`) when the token expired without a secret. */
-  async #checkInOnce(ctx: Context): Promise<boolean> {
-    if (this.credentials.needsRegistration()) {
-      this.#registered = false;
-      this.log.warn('the worker token expired and there is no server secret: waiting for a registration token on POST /register');
-    }
-    const token = await this.credentials.registrationToken(ctx);
-    try {
-      const result = await checkIn(ctx, this.#client.withToken(token), this.#record());
-      this.credentials.setToken(result.token);
-      if (result.worker?.routes && result.worker.routes.length > 0) this.#routes = result.worker.routes;
-      const queueOk = (await this.#queue?.ping()) ?? false;
-      this.#queueOk = queueOk;
-      if (!queueOk) {
-        this.log.error('the queue (Redis) does not answer PING');
-        await this.#putWorker(ctx, { status: 'error' }).catch(() => undefined);
-      }
-      if (!this.#registered) this.log.info({ created: result.registered, routes: this.#routes }, 'checked in with the server');
-      this.#registered = true;
-      this.#checkInError = undefined;
-      return true;
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.#registered = false;
-      this.#checkInError = errText(e);
-      this.log.error({ err: e }, 'check-in failed');
-      return false;
-    }
-  }
-
-  #status(): VelaWorkerStatus {
-    const n = this.#runningBuilds().length;
-    return n === 0 ? 'idle' : n < this.config.build.limit ? 'available' : 'busy';
-  }
-
-  #runningBuilds(): VelaBuild[] {
-    return [...this.slots.values()].map((s) => ({ id: s.build().id }));
-  }
-
-  /**
-   * The worker record of check-ins. Without `running_builds`, as Vela's check-in: the server keeps
-   * its list, which the reap at start reads (build slots PUT the list themselves).
-   */
-  #record(): VelaWorker & { hostname: string } {
-    return {
-      hostname: this.workerId,
-      address: this.config.worker.addr,
-      ...(this.config.queue.routes.length > 0 ? { routes: this.config.queue.routes } : {}),
-      active: true,
-      status: this.#status(),
-      build_limit: this.config.build.limit,
-    };
-  }
-
-  /** PUT the worker record with the running builds (always present, `[]` when none). */
-  async #putWorker(ctx: Context, extra: Partial<VelaWorker> = {}): Promise<void> {
-    const token = this.credentials.token;
-    if (token === undefined) return;
-    await this.#client.withToken(token).updateWorker(ctx, this.workerId, {
-      ...this.#record(),
-      running_builds: this.#runningBuilds(),
-      last_status_update_at: nowSec(),
-      ...(this.#lastBuildStarted ? { last_build_started_at: this.#lastBuildStarted } : {}),
-      ...(this.#lastBuildFinished ? { last_build_finished_at: this.#lastBuildFinished } : {}),
-      ...extra,
-    });
-  }
-
-  #authClient(): VelaClient {
-    return this.#client.withToken(this.credentials.token ?? '');
-  }
-
-  // ---------------------------------------------------------------- reaping
-
-  /**
-   * What a crashed run of this worker left: containers, networks, volumes and pods labelled with
-   * this worker's id, and builds the server still believes run here, reported as errored.
-   */
-  async #reap(ctx: Context): Promise<void> {
-    const keep = new Set([...this.slots.values()].map((s) => String(s.build().id)));
-    try {
-      const [rctx, cancel] = withTimeout(ctx, 120_000);
-      try {
-        const report = await this.#runtime!.reap(rctx, this.workerId, keep);
-        const n = report.containers.length + report.networks.length + report.volumes.length + report.pods.length;
-        if (n > 0) this.log.warn({ ...report }, `reaped ${n} resource(s) a previous run of this worker left`);
-      } finally {
-        cancel();
-      }
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: e }, 'reaping the runtime failed; a later start will try again');
-    }
-    const left = new Map(this.#state.load().map((r) => [r.id, r]));
-    try {
-      const me = await this.#authClient().getWorker(ctx, this.workerId);
-      for (const b of me?.running_builds ?? []) {
-        if (typeof b.id !== 'number' || this.#isRunning(b.id)) continue;
-        const org = b.repo?.org;
-        const repo = b.repo?.name;
-        if (!org || !repo || typeof b.number !== 'number') {
-          this.log.warn({ build: b.id }, 'the server lists a running build of this worker without its repo; cannot report it');
-          continue;
-        }
-        const saved = left.get(b.id);
-        await this.#failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
-          token: saved?.token,
-        });
-      }
-      this.#state.reset();
-      await this.#putWorker(ctx);
-    } catch (e) {
-      if (ctx.signal.aborted) throw errOf(ctx);
-      this.log.error({ err: e }, 'could not read or update the builds the server believes run on this worker');
-    }
-  }
-
-  #isRunning(buildId: number): boolean {
-    for (const s of this.slots.values()) if (s.build().id === buildId) return true;
-    return false;
-  }
-
-  /**
-   * Sets a build to `error` with `message`, with a build token: the one given (saved at claim), else
-   * a fresh one (the server mints them for pending builds only). Never the server secret: the
-   * build PUT needs a build token for this very build (server router/build.go `PUT` with
-   * perm.MustBuildAccess, which lets only a WorkerBuild token or a platform admin through; the
-   * secret maps to a ServerWorker claim). Never rejects.
-   */
-  async #failBuild(ctx: Context, b: { id?: number; org: string; repo: string; number: number }, message: string, how: { token?: string | undefined } = {}): Promise<boolean> {
-    const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
-    const tokens: string[] = [];
-    if (how.token) tokens.push(how.token);
-    if (tokens.length === 0) {
-      try {
-        tokens.push(await this.#authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
-      } catch (e) {
-        if (isVelaStatus(e, 409)) this.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
-        else if (isVelaStatus(e, 404)) this.log.warn({ ...where }, 'the server has no such build');
-        else this.log.error({ ...where, err: e }, 'could not get a build token to report the build as errored');
-        return false;
-      }
-    }
-    for (const token of tokens) {
-      try {
-        await this.#client.withToken(token).updateBuild(ctx, b.org, b.repo, { number: b.number, status: 'error', error: message, finished: nowSec() }, { retry: { attempts: 3 } });
-        this.log.warn({ ...where, error: message }, 'build reported as errored');
-        return true;
-      } catch (e) {
-        this.log.error({ ...where, err: e }, 'could not report the build as errored');
-      }
-    }
-    return false;
-  }
-
-  // ---------------------------------------------------------------- build slots
-
-  async #slotLoop(slot: number): Promise<void> {
-    const backoff = this.#o.errorBackoffMs ?? 5_000;
-    let skipping: string | undefined;
-    while (!this.#claimCtx.signal.aborted) {
-      // The token expired without a secret to fall back on: claim nothing until a /register.
-      if (this.credentials.needsRegistration()) {
-        await sleep(this.#claimCtx, 1_000).catch(() => undefined);
-        continue;
-      }
-      // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
-      // queue PING failed.
-      const why = !this.#registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
-      if (why !== undefined) {
-        if (skipping !== why) this.log.warn({ slot }, why);
-        skipping = why;
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-        continue;
-      }
-      if (skipping !== undefined) this.log.info({ slot }, 'checked in again: reading the queue');
-      skipping = undefined;
-      // go-vela/worker exec.go: GET the worker before each pop; its routes are what to pop.
-      let routes: string[];
-      try {
-        const me = await this.#authClient().getWorker(this.#claimCtx, this.workerId, { retry: { attempts: 3 } });
-        if (me?.routes && me.routes.length > 0) this.#routes = me.routes;
-        routes = this.#routes;
-      } catch (e) {
-        if (this.#claimCtx.signal.aborted) break;
-        this.log.error({ slot, err: e }, 'unable to retrieve the worker from the server: not reading the queue; retrying');
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-        continue;
-      }
-      const queue = this.#queue!;
-      const res: PopResult = await queue.pop(this.#claimCtx, routes.length > 0 ? routes : queue.routes);
-      this.metrics.queueItems.inc({ result: res.kind });
-      try {
-        switch (res.kind) {
-          case 'canceled':
-          case 'empty':
-            break;
-          case 'error':
-            if (this.#claimCtx.signal.aborted) break;
-            this.log.error({ slot, err: res.error }, 'queue pop failed; retrying');
-            await sleep(this.#claimCtx, backoff).catch(() => undefined);
-            break;
-          case 'bad-signature':
-            await this.#badItem(slot, res.entry, 'its signature does not verify with the server queue key', res.unverified);
-            break;
-          case 'bad-item':
-            await this.#badItem(slot, res.entry, res.reason, res.build);
-            break;
-          case 'stale':
-            await this.#stale(slot, res.item, res.version);
-            break;
-          case 'item':
-            await this.#item(slot, res.item, res.entry);
-            break;
-        }
-      } catch (e) {
-        // Never let one item end the slot.
-        this.log.error({ slot, err: e }, 'unexpected error handling a queue item');
-        await sleep(this.#claimCtx, backoff).catch(() => undefined);
-      }
-    }
-  }
-
-  async #badItem(slot: number, entry: RawEntry, reason: string, unverified: UnverifiedBuild | undefined): Promise<void> {
-    const what = unverified ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number } : {};
-    this.log.error({ slot, route: entry.route, bytes: entry.bytes.length, ...what }, `dropped a queue item: ${reason}`);
-    if (unverified?.org && unverified.repo && typeof unverified.number === 'number') {
-      await this.#failBuild(
-        this.#root,
-        { ...(unverified.id === undefined ? {} : { id: unverified.id }), org: unverified.org, repo: unverified.repo, number: unverified.number },
-        `The worker could not use this build's queue item: ${reason}.`,
-        {},
-      );
-    }
-  }
-
-  async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
-    const b = item.build;
-    this.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
-    await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
-    // It was never added to running_builds; make sure the server agrees.
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ err: e }, 'worker update failed'));
-  }
-
-  async #item(slot: number, item: QueueItem, entry: RawEntry): Promise<void> {
-    const b = item.build;
-    const where = { slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number };
-    if (this.#draining) {
-      await this.#pushBack(entry, where);
-      return;
-    }
-    const claim: ClaimResult = await claimBuild(this.#root, this.#authClient(), item);
-    switch (claim.kind) {
-      case 'not-pending':
-        this.log.info({ ...where }, 'the build is no longer pending (canceled or taken): skipped');
-        return;
-      case 'unknown-build':
-        this.log.warn({ ...where, err: claim.error }, 'the server has no such build: skipped');
-        return;
-      case 'failed':
-        if (claim.stage === 'token') {
-          this.log.error({ ...where, err: claim.error }, 'could not get the build token: the item goes back to the queue');
-          await this.#pushBack(entry, where);
-          await sleep(this.#claimCtx, this.#o.errorBackoffMs ?? 5_000).catch(() => undefined);
-        } else {
-          this.log.error({ ...where, err: claim.error }, 'could not get the executable');
-          await this.#failBuild(this.#root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
-            token: claim.buildToken,
-          });
-        }
-        return;
-      case 'claimed':
-        await this.#run(slot, item, claim);
-        return;
-    }
-  }
-
-  async #pushBack(entry: RawEntry, where: object): Promise<void> {
-    try {
-      await this.#queue!.pushBack(entry);
-      this.log.info({ ...where }, 'queue item pushed back');
-    } catch (e) {
-      this.log.error({ ...where, err: e }, 'could not push the item back to the queue: the build stays pending on the server');
-    }
-  }
-
-  async #run(slot: number, item: QueueItem, claim: Extract<ClaimResult, { kind: 'claimed' }>): Promise<void> {
-    const started = Date.now();
-    // The repo last: the build's own fields (status…) lead each PUT body, which reads better in logs.
-    const { repo: itemRepo, ...itemFields } = item.build;
-    const vb: ReportedBuild = { ...itemFields, repo: itemRepo };
-    const id = item.build.id;
-    const { org, name } = vb.repo;
-    const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
-    // The server sets `enqueued` only after the push (S api/build/enqueue.go), so the item's build
-    // usually lacks it: fall back to `created` (set when the build was created, just before).
-    const queuedAt = typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
-    if (queuedAt !== undefined) this.metrics.queueWait.observe(Math.max(0, started / 1000 - queuedAt));
-    const client = claim.client;
-    const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.log.warn({ ...where, ...o }, m) } });
-
-    // The compiled pipeline, checked.
-    let build: Build | undefined;
-    let problem: string | undefined;
-    const parsed = parseBuild(claim.pipeline);
-    if (!parsed.ok) problem = parsed.issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
-    else {
-      const issues = validateBuild(parsed.value);
-      if (issues.length > 0) problem = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
-      else build = prepareBuild(parsed.value, { org, repo: name, number: vb.number });
-    }
-    if (!build) {
-      this.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
-      this.metrics.buildsTotal.inc({ status: 'error' });
-      return;
-    }
-
-    let resolveDone!: (r: BuildResult | undefined) => void;
-    const entry: SlotEntry = {
-      slot,
-      build: () => reporter.build,
-      pipeline: sanitizePipeline(build),
-      repo: vb.repo,
-      executor: undefined,
-      pendingCancel: undefined,
-      done: new Promise((r) => (resolveDone = r)),
-    };
-    this.slots.set(slot, entry);
-    this.#state.add({ id, org, repo: name, number: vb.number, token: claim.buildToken, claimedAt: started });
-    this.metrics.buildsRunning.inc();
-    this.#lastBuildStarted = nowSec();
-    this.log.info({ ...where }, 'build claimed');
-    await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
-
-    const scm = new ScmAuth({
-      client,
-      org,
-      repo: name,
-      number: vb.number,
-      build,
-      serverAddr: this.config.server.addr,
-      logger: { info: (o, m) => this.log.info({ ...where, ...o }, m) },
-    });
-    // executor.enforce-trusted-repos (go-vela/worker executor/linux/step.go ExecStep ~197–205,
-    // service.go ExecService, build.go for secret origins): an untrusted repo may not run an image
-    // the privileged allowlist names. Go errors the step when it is about to run; Berth errors the
-    // build while assembling it (each container's environment is laid then), before anything runs.
-    const guarded = this.config.executor.enforceTrustedRepos && vb.repo.trusted !== true ? this.config.runtime.privilegedImages : [];
-    const untrustedPrivileged = (image: string): void => {
-      if (guarded.length > 0 && isPrivilegedImage(image, guarded)) {
-        throw new Error(`attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`);
-      }
-    };
-    const environment = runEnvironment(vb, { host: this.workerId, runtime: this.#runtime!.name, started: Math.floor(started / 1000) });
-    const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.config.build.timeoutMs;
-    let result: BuildResult | undefined;
-    try {
-      result = await runBuild(this.#root, {
-        build,
-        runtime: this.#runtime!,
-        // The SCM reporter after the Vela one: the build is running on the server when it asks for tokens.
-        reporter: combineReporters(reporter, scm.reporter(), this.#metricsReporter(where)),
-        timeoutMs,
-        logStreamingGraceMs: this.config.executor.logStreamingTimeoutMs,
-        ...(this.#o.cleanupTimeoutMs === undefined ? {} : { cleanupTimeoutMs: this.#o.cleanupTimeoutMs }),
-        ...(this.config.executor.maxLogSize > 0 ? { logs: { limits: { maxBytes: this.config.executor.maxLogSize } } } : {}),
-        ruleData: ruleDataOf(vb),
-        loadSecret: velaSecretLoader(client, { org, name }),
-        environment: (container) => {
-          untrustedPrivileged(container.image);
-          return { ...environment(container), ...scm.environment(container) };
-        },
-        events: this.#events,
-        host: this.workerId,
-        version: this.version,
-        logger: {
-          debug: (m) => this.log.debug({ ...where }, m),
-          info: (m) => this.log.info({ ...where }, m),
-          warn: (m) => this.log.warn({ ...where }, m),
-        },
-        onStart: (executor) => {
-          entry.executor = executor;
-          // A cancel recorded while the slot was starting, or a drain forced meanwhile: cancel at once.
-          if (entry.pendingCancel) executor.cancelBuild(entry.pendingCancel);
-          else if (this.#forced) executor.cancelBuild(new Error('the worker is shutting down'));
-        },
-      });
-      const status = result.status;
-      this.metrics.buildsTotal.inc({ status });
-      this.metrics.buildDuration.observe({ status }, (Date.now() - started) / 1000);
-      this.log.info({ ...where, status, error: result.build.error, seconds: Math.round((Date.now() - started) / 1000) }, 'build finished');
-    } catch (e) {
-      this.log.error({ ...where, err: e }, 'the build failed unexpectedly');
-      this.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#failBuild(this.#root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
-    } finally {
-      reporter.abandon();
-      this.slots.delete(slot);
-      this.#state.remove(id);
-      this.metrics.buildsRunning.dec();
-      this.#lastBuildFinished = nowSec();
-      resolveDone(result);
-      await this.#putWorker(this.#root).catch((e: unknown) => this.log.warn({ ...where, err: e }, 'worker update failed'));
-    }
-  }
-
-  /** Step durations and log bytes into the metrics. */
-  #metricsReporter(where: object): Reporter {
-    return {
-      buildStatus: () => Promise.resolve(),
-      stepStatus: (_ctx, step) => {
-        if (step.finished !== undefined && step.started !== undefined && step.kind !== 'init' && ['success', 'failure', 'error', 'canceled', 'killed'].includes(step.status)) {
-          this.metrics.stepDuration.observe({ kind: step.kind, status: step.status }, Math.max(0, (step.finished - step.started) / 1000));
-        }
-        if (step.kind !== 'init' && step.status !== 'running' && step.status !== 'pending') this.log.debug({ ...where, step: step.name, status: step.status, exitCode: step.exitCode }, 'step finished');
-        return Promise.resolve();
-      },
-      appendLog: (_ctx, target, chunk) => {
-        this.metrics.logBytes.inc({ kind: target.kind }, chunk.byteLength);
-        return Promise.resolve();
-      },
-      closeLog: () => Promise.resolve(),
-    };
-  }
-
   // ---------------------------------------------------------------- API helpers
 
   /** Readiness: registered, queue answering PING, runtime answering. */
   async readiness(probeRuntime: (ctx: Context, runtime: Runtime) => Promise<string | undefined>): Promise<Readiness> {
     const [ctx, cancel] = withTimeout(this.#root, 5_000);
     try {
-      const queueOk = this.#queue ? await this.#queue.ping() : false;
+      const queueOk = this.#registrar.queue ? await this.#registrar.queue.ping() : false;
       const runtimeError = this.#runtime ? await probeRuntime(ctx, this.#runtime) : 'the runtime is not created yet';
       const checks: Readiness['checks'] = {
-        registered: this.#registered ? { ok: true } : { ok: false, error: this.#checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
-        queue: queueOk ? { ok: true } : { ok: false, error: this.#queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
+        registered: this.#registrar.registered ? { ok: true } : { ok: false, error: this.#registrar.checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
+        queue: queueOk ? { ok: true } : { ok: false, error: this.#registrar.queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
         runtime: runtimeError === undefined ? { ok: true } : { ok: false, error: runtimeError },
       };
       return { ready: !this.#draining && checks.registered.ok && checks.queue.ok && checks.runtime.ok, checks };
@@ -803,60 +362,14 @@ export class Daemon implements WorkerApiHost {
    */
   shutdown(reason = 'shutdown requested'): Promise<void> {
     if (this.#draining) {
-      if (!this.#forced && reason !== 'shutdown requested') this.#force(reason);
+      if (!this.#drain.forced && reason !== 'shutdown requested') this.#drain.force(reason);
       return this.#stopping ?? this.#done;
     }
     this.#draining = true;
     this.log.warn({ reason, running: this.slots.size, graceMs: this.#o.drainGraceMs ?? 600_000 }, 'draining: no new builds; waiting for running builds');
     this.#cancelClaims(new Error(`draining: ${reason}`));
-    this.#stopping = this.#drain();
+    this.#stopping = this.#drain.run();
     return this.#stopping;
-  }
-
-  #force(reason: string): void {
-    this.#forced = true;
-    this.log.warn({ reason, running: this.slots.size }, 'forced shutdown: canceling running builds now');
-    for (const s of this.slots.values()) s.executor?.cancelBuild(new Error(`the worker is shutting down (${reason})`));
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      const grace = this.#o.drainGraceMs ?? 600_000;
-      const all = Promise.all(this.#slotLoops);
-      const [graceCtx, cancelGrace] = withTimeout(this.#root, grace);
-      try {
-        await Promise.race([all, graceCtx.done()]);
-      } finally {
-        cancelGrace();
-      }
-      if (this.slots.size > 0 && !this.#forced) this.#force(`the drain grace of ${Math.round(grace / 1000)} s is over`);
-      await all;
-      const [ctx, cancel] = withTimeout(this.#root, 20_000);
-      await this.#putWorker(ctx)
-        .catch((e: unknown) => this.log.warn({ err: e }, 'final worker update failed'))
-        .finally(cancel);
-    } catch (e) {
-      this.log.error({ err: e }, 'error while draining');
-    } finally {
-      await this.#close();
-    }
-  }
-
-  async #close(): Promise<void> {
-    this.#cancelRoot(new Error('the worker stopped'));
-    this.#queue?.close();
-    try {
-      await this.#runtime?.close();
-    } catch (e) {
-      this.log.warn({ err: e }, 'closing the runtime failed');
-    }
-    try {
-      await this.#api?.close();
-    } catch (e) {
-      this.log.warn({ err: e }, 'closing the API failed');
-    }
-    this.log.info('the worker stopped');
-    this.#resolveDone();
   }
 
   /** True once `start` finished (for tests). */
@@ -864,34 +377,3 @@ export class Daemon implements WorkerApiHost {
     return this.#started;
   }
 }
-
-/** Rule data for rulesets from the queue item's build (branch, event, repo, tag, target…). */
-function ruleDataOf(b: VelaBuild): { branch?: string; event?: string; repo?: string; tag?: string; target?: string; comment?: string; sender?: string } {
-  const event = b.event ? (b.event_action ? `${b.event}:${b.event_action}` : b.event) : undefined;
-  const tag = b.event === 'tag' && typeof b.ref === 'string' ? b.ref.replace(/^refs\/tags\//, '') : undefined;
-  const out: Record<string, string> = {};
-  if (b.branch) out.branch = b.branch;
-  if (event) out.event = event;
-  if (b.repo?.full_name) out.repo = b.repo.full_name;
-  if (tag) out.tag = tag;
-  if (b.deploy) out.target = b.deploy;
-  if (typeof b.sender === 'string' && b.sender) out.sender = b.sender;
-  return out;
-}
-
-const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
-
-/** The pipeline as the executors API shows it: no token, no secret values, no credentials in env. */
-export function sanitizePipeline(build: Build): Record<string, unknown> {
-  const json = marshalBuild(build);
-  if (typeof json.token === 'string' && json.token !== '') json.token = '***';
-  const scrubEnv = (env: unknown): void => {
-    if (env && typeof env === 'object') for (const k of CREDENTIAL_ENV) if (k in env) (env as Record<string, unknown>)[k] = '***';
-  };
-  scrubEnv(json.environment);
-  for (const s of (json.secrets as Array<Record<string, unknown>> | undefined) ?? []) if (typeof s.value === 'string' && s.value !== '') s.value = '***';
-  for (const list of ['steps', 'services'] as const) for (const c of (json[list] as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
-  for (const st of (json.stages as Array<Record<string, unknown>> | undefined) ?? []) for (const c of (st.steps as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
-  return json;
-}
-
