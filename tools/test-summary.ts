@@ -15,7 +15,11 @@ interface VitestJsonReport {
 }
 
 const [reportDir = '.reports/vitest', turboStatus = '0', seconds = '0', ...failedSteps] = process.argv.slice(2);
-const reports = existsSync(reportDir) ? readdirSync(reportDir).filter((f) => f.endsWith('.json')).sort() : [];
+const reports = existsSync(reportDir)
+  ? readdirSync(reportDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -29,7 +33,9 @@ for (const file of reports) {
   // A test file that failed to load counts no test but fails its suite.
   if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) brokenSuites += report.numFailedTestSuites;
   const name = file.replace(/\.json$/, '').replace('__', '/');
-  rows.push(`  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped`);
+  rows.push(
+    `  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped`,
+  );
 }
 
 console.log(`\n==> summary (${seconds} s)`);

@@ -6,8 +6,9 @@
 #   3. the local test images                         (tools/images/build.sh)
 #   4. a Redis server for the worker's queue tests    (tools/redis.sh)
 #   5. the dependency-boundary check                 (tools/deps)
-#   6. typecheck and lint of every package            (turbo)
-#   7. every package's tests, each writing a JSON report; the totals end the output:
+#   6. formatting (prettier) and unused code (knip)
+#   7. typecheck and lint of every package            (turbo)
+#   8. every package's tests, each writing a JSON report; the totals end the output:
 #      `tests: N passed, N failed[, N skipped]`
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
@@ -33,6 +34,12 @@ fi
 failed_steps=()
 step "dependency boundaries"
 node tools/deps/src/cli.ts || failed_steps+=("dependency boundaries")
+
+step "formatting (prettier)"
+pnpm exec prettier --check --log-level=warn "**/*.{ts,js,mjs,json}" || failed_steps+=("formatting: run \`pnpm format\`")
+
+step "unused files, exports and dependencies (knip)"
+pnpm exec knip --no-progress --no-config-hints || failed_steps+=("unused code (knip)")
 
 step "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_steps+=("typecheck/lint")

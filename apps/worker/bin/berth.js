@@ -24,11 +24,12 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
 }
 
 const inWorkspace = existsSync(new URL('../../../pnpm-workspace.yaml', import.meta.url));
-if (inWorkspace) registerHooks({
-  resolve(specifier, context, nextResolve) {
-    return nextResolve(specifier, { ...context, conditions: [...context.conditions, '@berth/source'] });
-  },
-});
+if (inWorkspace)
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      return nextResolve(specifier, { ...context, conditions: [...context.conditions, '@berth/source'] });
+    },
+  });
 
 const { main } = await import('../src/main.ts');
 const code = await main(process.argv);

@@ -33,7 +33,14 @@ describe('ConsoleReporter', () => {
     const reporter = new ConsoleReporter(out, { build, env: {} });
     const ctx = background();
     const step = (name: string, number: number): Target => ({ kind: 'step', name, number, id: `step_${name}`, image: 'berth/busybox:1.35' });
-    const report = (t: Target, status: Status, exitCode = 0, times: { started?: number; finished?: number } = {}) => ({ ...t, status, exitCode, detached: false, continueOnFailure: false, ...times });
+    const report = (t: Target, status: Status, exitCode = 0, times: { started?: number; finished?: number } = {}) => ({
+      ...t,
+      status,
+      exitCode,
+      detached: false,
+      continueOnFailure: false,
+      ...times,
+    });
     const buildReport = { id: build.id, runtime: 'dummy', host: 'h', distribution: 'linux' };
     await reporter.buildStatus(ctx, { ...buildReport, status: 'running', started: 1000 });
     const compile = step('compile', 2);
@@ -98,12 +105,21 @@ describe('ConsoleReporter', () => {
     const { out, text } = capture();
     const reporter = new ConsoleReporter(out, { env: {}, nameWidth: 4 });
     const pull = (status: string, current?: number) =>
-      reporter.runtimeEvent(background(), target, { type: 'pull', buildId: 'b', containerId: 'c', image: 'alpine:3', status, ...(current === undefined ? {} : { current, total: 2048 }) });
+      reporter.runtimeEvent(background(), target, {
+        type: 'pull',
+        buildId: 'b',
+        containerId: 'c',
+        image: 'alpine:3',
+        status,
+        ...(current === undefined ? {} : { current, total: 2048 }),
+      });
     pull('Pulling fs layer');
     pull('Downloading', 1024);
     pull('Downloading', 2000);
     pull('Pull complete');
-    expect(text()).toBe('test │ [pull] alpine:3: Pulling fs layer\ntest │ [pull] alpine:3: Downloading 1.0 KiB/2.0 KiB\ntest │ [pull] alpine:3: Pull complete\n');
+    expect(text()).toBe(
+      'test │ [pull] alpine:3: Pulling fs layer\ntest │ [pull] alpine:3: Downloading 1.0 KiB/2.0 KiB\ntest │ [pull] alpine:3: Pull complete\n',
+    );
   });
 
   it('waits for drain when the terminal is slow', async () => {

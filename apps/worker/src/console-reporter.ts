@@ -126,12 +126,16 @@ export class ConsoleReporter implements Reporter {
       this.#state(step).logOpen = true;
       const what = step.kind === 'service' ? 'service' : step.detached ? 'detached step' : step.kind === 'init' ? 'init' : 'step';
       const stage = step.stage === undefined ? '' : ` [stage ${step.stage}]`;
-      await this.#write(ctx, `${name} ${this.#paint(STATUS_COLOR.running, STATUS_MARK.running)} ${what} ${step.name}${stage}${step.kind === 'init' ? '' : ` (${step.image})`}\n`);
+      await this.#write(
+        ctx,
+        `${name} ${this.#paint(STATUS_COLOR.running, STATUS_MARK.running)} ${what} ${step.name}${stage}${step.kind === 'init' ? '' : ` (${step.image})`}\n`,
+      );
       return;
     }
     if (step.status === 'pending') return;
     const took = step.started !== undefined && step.finished !== undefined ? ` in ${duration(step.finished - step.started)}` : '';
-    const exit = step.status === 'failure' || step.status === 'killed' || (step.exitCode !== 0 && step.status !== 'success') ? ` (exit code ${step.exitCode})` : '';
+    const exit =
+      step.status === 'failure' || step.status === 'killed' || (step.exitCode !== 0 && step.status !== 'success') ? ` (exit code ${step.exitCode})` : '';
     const error = step.error !== undefined && !/^exited with code \d+$/.test(step.error) ? `: ${step.error}` : '';
     const result = `${name} ${this.#paint(STATUS_COLOR[step.status], `${STATUS_MARK[step.status]} ${step.status}`)}${exit}${took}${error}\n`;
     const state = this.#state(step);
@@ -177,7 +181,8 @@ export class ConsoleReporter implements Reporter {
     let line: string;
     if (event.type === 'pull') {
       if (!this.#pullProgress) return;
-      const progress = event.current !== undefined && event.total !== undefined && event.total > 0 ? ` ${formatBytes(event.current)}/${formatBytes(event.total)}` : '';
+      const progress =
+        event.current !== undefined && event.total !== undefined && event.total > 0 ? ` ${formatBytes(event.current)}/${formatBytes(event.total)}` : '';
       line = `[pull] ${event.image}: ${event.status}${progress}`;
       // Progress comes often: print a status once, and progress at most per status change.
       const key = `${event.image}:${event.status}`;

@@ -67,7 +67,19 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
   };
   const configPath = flags.config ?? (env.BERTH_CONFIG || undefined);
   const configFile = configPath === undefined ? undefined : attempt(() => readConfigFile(configPath, cwd), undefined);
-  const { env: _env, secret: _secret, secretsFile: _file, step: _step, stage: _stage, color: _color, config: _config, checkConfig: _check, runtimeOption: _options, buildNumber: _number, ...settings } = flags;
+  const {
+    env: _env,
+    secret: _secret,
+    secretsFile: _file,
+    step: _step,
+    stage: _stage,
+    color: _color,
+    config: _config,
+    checkConfig: _check,
+    runtimeOption: _options,
+    buildNumber: _number,
+    ...settings
+  } = flags;
   const resolved = resolveSettings('exec', { flags: settings, env, ...(configFile ? { configFile } : {}) });
   const v = resolved.values;
   const issues: ConfigIssue[] = [...resolved.issues];
@@ -108,6 +120,7 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
 function buildNumberOf(flag: string | undefined, env: NodeJS.ProcessEnv): number {
   const raw = flag ?? env.BERTH_BUILD_NUMBER ?? '1';
   const where = flag !== undefined ? '--build-number' : 'BERTH_BUILD_NUMBER';
-  if (!/^[1-9]\d{0,14}$/.test(raw.trim())) throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`);
+  if (!/^[1-9]\d{0,14}$/.test(raw.trim()))
+    throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`);
   return Number(raw.trim());
 }

@@ -8,7 +8,10 @@ import type { Io } from './io.ts';
  */
 export function createLogger(io: Io, level: string, color: boolean): Logger {
   if (io.stderr.isTTY) {
-    return pino({ level, base: undefined }, PinoPretty({ destination: io.stderr, sync: true, colorize: color, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' }));
+    return pino(
+      { level, base: undefined },
+      PinoPretty({ destination: io.stderr, sync: true, colorize: color, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' }),
+    );
   }
   return pino({ level, base: { name: 'berth' } }, io.stderr);
 }

@@ -1,7 +1,17 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import path from 'node:path';
-import { compilePipeline, DEFAULT_TEMPLATE_DEPTH, parseTemplateSource, type Build, type CompileError, type CompileOptions, type TemplateLoad, type TemplateLoader, type TemplateReference } from '@berth/pipeline';
+import {
+  compilePipeline,
+  DEFAULT_TEMPLATE_DEPTH,
+  parseTemplateSource,
+  type Build,
+  type CompileError,
+  type CompileOptions,
+  type TemplateLoad,
+  type TemplateLoader,
+  type TemplateReference,
+} from '@berth/pipeline';
 import { CommandError, EXIT } from './exit-codes.ts';
 
 /** The pipeline file `berth` uses when none is named: Vela's default. */
@@ -25,9 +35,7 @@ export function readPipelineFile(file: string, cwd: string): string {
 
 /** `file:line:column: message` and an indented hint, one problem per entry. */
 export function formatCompileErrors(errors: readonly CompileError[]): string {
-  return errors
-    .map((e) => `${e.file}:${e.line}:${e.column}: ${e.message}${e.hint ? `\n    hint: ${e.hint}` : ''}`)
-    .join('\n');
+  return errors.map((e) => `${e.file}:${e.line}:${e.column}: ${e.message}${e.hint ? `\n    hint: ${e.hint}` : ''}`).join('\n');
 }
 
 /** Compiles a pipeline file or throws a {@link CommandError} (exit 1) listing every problem. */
@@ -70,17 +78,20 @@ export function pipelineFlagOptions(command: Command): Command {
     .option('--event <event>', "the build's event for rulesets: push, pull_request[:action], tag, deployment, comment, schedule")
     .option('--branch <name>', "the build's branch for rulesets")
     .option('--tag <name>', "the build's tag for rulesets")
-    .option('--target <name>', "the deployment target for rulesets")
+    .option('--target <name>', 'the deployment target for rulesets')
     .option('--comment <text>', 'the pull request comment for rulesets')
     .option('--github-token <token>', 'token for fetching remote templates (type github); env VELA_COMPILER_GITHUB_TOKEN or COMPILER_GITHUB_TOKEN')
-    .option('--github-url <url>', `GitHub Enterprise URL for remote templates (API at <url>/api/v3); env VELA_COMPILER_GITHUB_URL or COMPILER_GITHUB_URL; default GitHub.com (${GITHUB_API})`);
+    .option(
+      '--github-url <url>',
+      `GitHub Enterprise URL for remote templates (API at <url>/api/v3); env VELA_COMPILER_GITHUB_URL or COMPILER_GITHUB_URL; default GitHub.com (${GITHUB_API})`,
+    );
 }
 
 /** The options of a compile that {@link PipelineFlags} stand for (templates, pipeline type, strictness, rule data). */
 type FlagOptions = Pick<CompileOptions, 'templates' | 'pipelineType' | 'strict' | 'ruleData' | 'metadata'>;
 
 /** GitHub.com's API, where remote templates come from unless --github-url names a GitHub Enterprise. */
-export const GITHUB_API = 'https://api.github.com';
+const GITHUB_API = 'https://api.github.com';
 
 /**
  * The compile options {@link PipelineFlags} stand for, merged over `base` (the command's own
@@ -96,7 +107,13 @@ export const GITHUB_API = 'https://api.github.com';
  * those are fetched from the GitHub contents API, and again until no template is missing (nested
  * remote templates, at most the template depth deep); the returned loader serves what was fetched.
  */
-export async function pipelineOptions(file: string, cwd: string, flags: PipelineFlags, env: NodeJS.ProcessEnv = {}, base: Omit<CompileOptions, 'file'> = {}): Promise<Omit<CompileOptions, 'file'>> {
+export async function pipelineOptions(
+  file: string,
+  cwd: string,
+  flags: PipelineFlags,
+  env: NodeJS.ProcessEnv = {},
+  base: Omit<CompileOptions, 'file'> = {},
+): Promise<Omit<CompileOptions, 'file'>> {
   const local = localTemplates(file, cwd, flags);
   const token = nonEmpty(flags.githubToken) ?? nonEmpty(env.VELA_COMPILER_GITHUB_TOKEN) ?? nonEmpty(env.COMPILER_GITHUB_TOKEN);
   const api = githubApiBase(nonEmpty(flags.githubUrl) ?? nonEmpty(env.VELA_COMPILER_GITHUB_URL) ?? nonEmpty(env.COMPILER_GITHUB_URL));
@@ -143,7 +160,7 @@ function nonEmpty(value: string | undefined): string | undefined {
  * The API base for a GitHub URL, as go-vela/server compiler/registry/github/github.go `New` derives
  * it: GitHub.com's API for github.com (or api.github.com itself), `<url>/api/v3` for an Enterprise.
  */
-export function githubApiBase(url: string | undefined): string {
+function githubApiBase(url: string | undefined): string {
   if (url === undefined) return GITHUB_API;
   const trimmed = url.replace(/\/+$/, '');
   let host: string;
@@ -165,9 +182,14 @@ export function githubApiBase(url: string | undefined): string {
  * part after `@` in the source, none meaning the default branch. Never throws: every failure is a
  * {@link TemplateLoad} the compiler reports at the template's declaration.
  */
-export async function fetchTemplate(t: TemplateReference, api: string, token: string): Promise<TemplateLoad> {
+async function fetchTemplate(t: TemplateReference, api: string, token: string): Promise<TemplateLoad> {
   const parsed = parseTemplateSource(t.source);
-  if (!parsed.ok) return { ok: false, message: `invalid template source provided for ${t.name}: ${parsed.message}`, hint: 'write the source as github.com/<org>/<repo>/<path>[@<ref>]' };
+  if (!parsed.ok)
+    return {
+      ok: false,
+      message: `invalid template source provided for ${t.name}: ${parsed.message}`,
+      hint: 'write the source as github.com/<org>/<repo>/<path>[@<ref>]',
+    };
   const s = parsed.source;
   const at = `${s.org}/${s.repo}/${s.path}${s.ref !== '' ? `@${s.ref}` : ''}`;
   const url = `${api}/repos/${encodeURIComponent(s.org)}/${encodeURIComponent(s.repo)}/contents/${s.path.split('/').map(encodeURIComponent).join('/')}${s.ref !== '' ? `?ref=${encodeURIComponent(s.ref)}` : ''}`;
@@ -176,24 +198,46 @@ export async function fetchTemplate(t: TemplateReference, api: string, token: st
   let contentType: string;
   let body: string;
   try {
-    const response = await fetch(url, { headers: { Authorization: `token ${token}`, Accept: 'application/vnd.github.raw', 'User-Agent': 'berth' }, signal: AbortSignal.timeout(30_000) });
+    const response = await fetch(url, {
+      headers: { Authorization: `token ${token}`, Accept: 'application/vnd.github.raw', 'User-Agent': 'berth' },
+      signal: AbortSignal.timeout(30_000),
+    });
     status = response.status;
     contentType = response.headers.get('content-type') ?? '';
     body = await response.text();
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     const reason = (error as Error).name === 'TimeoutError' ? 'no answer within 30s' : (cause?.code ?? cause?.message ?? (error as Error).message);
-    return { ok: false, message: `cannot fetch ${what} from ${api}: ${reason}`, hint: `check --github-url and the network, or download it and pass --template-file ${t.name}:<path>` };
+    return {
+      ok: false,
+      message: `cannot fetch ${what} from ${api}: ${reason}`,
+      hint: `check --github-url and the network, or download it and pass --template-file ${t.name}:<path>`,
+    };
   }
   const said = githubMessage(body);
   if (status === 401) {
-    return { ok: false, message: `GitHub at ${api} refused the token (401 Unauthorized${said}) fetching ${what}`, hint: 'check --github-token (or VELA_COMPILER_GITHUB_TOKEN): it may be expired, revoked or for another GitHub (a GitHub Enterprise needs --github-url)' };
+    return {
+      ok: false,
+      message: `GitHub at ${api} refused the token (401 Unauthorized${said}) fetching ${what}`,
+      hint: 'check --github-token (or VELA_COMPILER_GITHUB_TOKEN): it may be expired, revoked or for another GitHub (a GitHub Enterprise needs --github-url)',
+    };
   }
   if (status === 404) {
-    return { ok: false, message: `no Vela template found at ${at} for ${what}: GitHub at ${api} answered 404 Not Found`, hint: 'check the org, repo, path and @ref of the source, and that the token can read that repository (GitHub answers 404 for repositories a token cannot see)' };
+    return {
+      ok: false,
+      message: `no Vela template found at ${at} for ${what}: GitHub at ${api} answered 404 Not Found`,
+      hint: 'check the org, repo, path and @ref of the source, and that the token can read that repository (GitHub answers 404 for repositories a token cannot see)',
+    };
   }
   if (status < 200 || status > 299) {
-    return { ok: false, message: `unexpected error fetching template ${at} for ${what}: GitHub at ${api} answered ${status}${said}`, hint: status === 403 ? 'the token lacks access to the repository, or the API rate limit was hit; check the token\'s scopes' : `try again later, or download it and pass --template-file ${t.name}:<path>` };
+    return {
+      ok: false,
+      message: `unexpected error fetching template ${at} for ${what}: GitHub at ${api} answered ${status}${said}`,
+      hint:
+        status === 403
+          ? "the token lacks access to the repository, or the API rate limit was hit; check the token's scopes"
+          : `try again later, or download it and pass --template-file ${t.name}:<path>`,
+    };
   }
   if (/json/i.test(contentType)) {
     let json: unknown;
@@ -204,8 +248,10 @@ export async function fetchTemplate(t: TemplateReference, api: string, token: st
     }
     if (Array.isArray(json)) return { ok: false, message: `${at} is a directory, not a template file (${what})`, hint: 'name the template file in it' };
     const content = json as { type?: unknown; content?: unknown; encoding?: unknown };
-    if (typeof content.content === 'string' && content.encoding === 'base64') return { ok: true, file: t.source, text: Buffer.from(content.content, 'base64').toString('utf8') };
-    if (content.type === 'file' && content.encoding === 'none') return { ok: false, message: `${what} is too large for the GitHub contents API`, hint: `download it and pass --template-file ${t.name}:<path>` };
+    if (typeof content.content === 'string' && content.encoding === 'base64')
+      return { ok: true, file: t.source, text: Buffer.from(content.content, 'base64').toString('utf8') };
+    if (content.type === 'file' && content.encoding === 'none')
+      return { ok: false, message: `${what} is too large for the GitHub contents API`, hint: `download it and pass --template-file ${t.name}:<path>` };
     if (typeof content.type === 'string' && content.type !== 'file') return { ok: false, message: `${at} is a ${content.type}, not a template file (${what})` };
   }
   return { ok: true, file: t.source, text: body };
@@ -270,7 +316,8 @@ const DEFAULT_ACTIONS: Record<string, string> = { pull_request: 'opened', commen
  * `refs/tags/`, the deploy target. None given: no purge (every step is kept).
  */
 function ruleFlags(flags: PipelineFlags): Pick<CompileOptions, 'ruleData' | 'metadata'> | undefined {
-  if (flags.event === undefined && flags.branch === undefined && flags.tag === undefined && flags.target === undefined && flags.comment === undefined) return undefined;
+  if (flags.event === undefined && flags.branch === undefined && flags.tag === undefined && flags.target === undefined && flags.comment === undefined)
+    return undefined;
   const [eventName = '', givenAction] = (flags.event ?? '').split(':');
   const action = givenAction ?? DEFAULT_ACTIONS[eventName] ?? '';
   const event = action !== '' ? `${eventName}:${action}` : eventName;

@@ -10,11 +10,11 @@ function file(name: string, text: string): string {
   writeFileSync(p, text);
   return p;
 }
-const good = file(
-  'good.yml',
-  'version: "1"\nsecrets:\n  - name: token\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo a]\n',
+const good = file('good.yml', 'version: "1"\nsecrets:\n  - name: token\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo a]\n');
+const staged = file(
+  'staged.yml',
+  'version: "1"\nstages:\n  one:\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo a]\n',
 );
-const staged = file('staged.yml', 'version: "1"\nstages:\n  one:\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo a]\n');
 const noStages = file('plain.yml', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo a]\n');
 
 interface Case {
@@ -30,18 +30,42 @@ const pipelineCases: [string, string, (string | RegExp)[]][] = [
   ['malformed YAML', 'version: "1"\nsteps:\n  - name: a\n    image: [unclosed\n', [/malformed\.yml:\d+:\d+/]],
   ['an unknown key, with a hint', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    comands: [echo]\n', [/:5:5:/, /commands/]],
   ['a bad image reference', 'version: "1"\nsteps:\n  - name: a\n    image: "UPPER/Case::bad"\n    commands: [echo]\n', [/:4:\d+:/, /image/i]],
-  ['duplicate step names', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n', [/:6:\d+:/, /a/]],
-  ['an unknown need', 'version: "1"\nstages:\n  one:\n    needs: [nope]\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo]\n', [/nope/]],
-  ['cyclic stages', 'version: "1"\nstages:\n  one:\n    needs: [two]\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo]\n  two:\n    needs: [one]\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n', [/cycl/i]],
+  [
+    'duplicate step names',
+    'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n',
+    [/:6:\d+:/, /a/],
+  ],
+  [
+    'an unknown need',
+    'version: "1"\nstages:\n  one:\n    needs: [nope]\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo]\n',
+    [/nope/],
+  ],
+  [
+    'cyclic stages',
+    'version: "1"\nstages:\n  one:\n    needs: [two]\n    steps:\n      - name: a\n        image: berth/busybox:1.35\n        commands: [echo]\n  two:\n    needs: [one]\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n',
+    [/cycl/i],
+  ],
   ['a step without an image', 'version: "1"\nsteps:\n  - name: a\n    commands: [echo]\n', [/image/]],
   ['a bad pull value', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    pull: sometimes\n    commands: [echo]\n', [/:5:\d+:/, /pull/]],
-  ['steps and stages together', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\nstages:\n  one:\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n', [/stages/]],
+  [
+    'steps and stages together',
+    'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\nstages:\n  one:\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n',
+    [/stages/],
+  ],
   ['an unsupported version', 'version: "2"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n', [/version/]],
-  ['templates', 'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n', [/template t comes from github\.com\/o\/r\/t\.yml/, /--template-file t:/]],
+  [
+    'templates',
+    'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n',
+    [/template t comes from github\.com\/o\/r\/t\.yml/, /--template-file t:/],
+  ],
   ['an empty file', '', [/empty\.yml/]],
   ['a list at the top', '- a\n- b\n', [/top-?level\.yml:1:1/]],
   ['a step that is not a mapping', 'version: "1"\nsteps:\n  - just a string\n', [/:3:\d+:/]],
-  ['an environment that is neither map nor list', 'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    environment: 42\n    commands: [echo]\n', [/:5:\d+:/, /environment/]],
+  [
+    'an environment that is neither map nor list',
+    'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    environment: 42\n    commands: [echo]\n',
+    [/:5:\d+:/, /environment/],
+  ],
 ];
 
 const names: Record<string, string> = { 'an empty file': 'empty.yml', 'a list at the top': 'top-level.yml', 'malformed YAML': 'malformed.yml' };
@@ -52,21 +76,81 @@ const cases: Case[] = [
     return { name: `validate: ${name}`, args: () => ['validate', p], code: 1, says: [...says, /problems? in /] };
   }),
   { name: 'an unknown command', args: () => ['frobnicate'], code: 2, says: [/unknown command 'frobnicate'/] },
-  { name: 'a --template-file without a path', args: () => ['validate', '--template-file', 'nopath', good], code: 2, says: [/--template-file "nopath" is not NAME:PATH/] },
+  {
+    name: 'a --template-file without a path',
+    args: () => ['validate', '--template-file', 'nopath', good],
+    code: 2,
+    says: [/--template-file "nopath" is not NAME:PATH/],
+  },
   { name: 'an unknown flag', args: () => ['exec', '--nope', good], code: 2, says: [/unknown option '--nope'/] },
-  { name: 'an unknown runtime', args: () => ['exec', '--runtime', 'podman', good], code: 2, says: [/--runtime podman: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/, /give a path to its module/] },
-  { name: 'a timeout that is not a duration', args: () => ['exec', '--timeout', 'soon', good], code: 2, says: [/build\.timeout \(flag --build-timeout\): must be a Go duration like 30m, 15s or 1h30m, got "soon"/] },
+  {
+    name: 'an unknown runtime',
+    args: () => ['exec', '--runtime', 'podman', good],
+    code: 2,
+    says: [
+      /--runtime podman: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/,
+      /give a path to its module/,
+    ],
+  },
+  {
+    name: 'a timeout that is not a duration',
+    args: () => ['exec', '--timeout', 'soon', good],
+    code: 2,
+    says: [/build\.timeout \(flag --build-timeout\): must be a Go duration like 30m, 15s or 1h30m, got "soon"/],
+  },
   { name: 'a zero timeout', args: () => ['exec', '--timeout', '0s', good], code: 2, says: [/build\.timeout \(flag --build-timeout\): must be longer than 0/] },
   { name: 'an --env without =', args: () => ['exec', '--env', 'NOVALUE', good], code: 2, says: [/--env "NOVALUE" is not NAME=VALUE/] },
   { name: 'a --secret without a name', args: () => ['exec', '--secret', '=x', good], code: 2, says: [/--secret "=x" is not NAME=VALUE/] },
-  { name: 'a missing secrets file', args: () => ['exec', '--secrets-file', path.join(dir, 'nope.env'), good], code: 2, says: [/cannot read the secrets file .*nope\.env: no such file/] },
-  { name: 'a secrets file with a bad line', args: () => ['exec', '--secrets-file', file('bad.env', 'ok=1\njust words\n'), good], code: 2, says: [/bad\.env:2: expected name=value/] },
-  { name: 'several bad flags at once, all listed', args: () => ['exec', '--env', 'X', '--timeout', 'later', good], code: 2, says: [/--env "X"/, /build\.timeout \(flag --build-timeout\): .*got "later"/] },
-  { name: 'a bad --log-level', args: () => ['exec', '--log-level', 'loud', good], code: 2, says: [/log\.level \(flag --log-level\): must be one of .*got "loud"/] },
-  { name: 'a namespace Kubernetes would refuse', args: () => ['exec', '--runtime', 'kubernetes', '--namespace', 'Not_OK', good], code: 2, says: [/runtime\.namespace \(flag --runtime-namespace\): a Kubernetes namespace name .*got "Not_OK"/] },
-  { name: 'a bad BERTH_TIMEOUT in the environment', args: () => ['exec', good], env: { BERTH_TIMEOUT: 'whenever' }, code: 2, says: [/build\.timeout \(env BERTH_TIMEOUT\): must be a Go duration .*got "whenever"/] },
-  { name: 'a build number that is not a number', args: () => ['exec', '--build-number', 'next', good], code: 2, says: [/--build-number: "next" is not a build number; give a positive whole number/] },
-  { name: 'a bad BERTH_BUILD_NUMBER in the environment', args: () => ['exec', good], env: { BERTH_BUILD_NUMBER: '0' }, code: 2, says: [/BERTH_BUILD_NUMBER: "0" is not a build number/] },
+  {
+    name: 'a missing secrets file',
+    args: () => ['exec', '--secrets-file', path.join(dir, 'nope.env'), good],
+    code: 2,
+    says: [/cannot read the secrets file .*nope\.env: no such file/],
+  },
+  {
+    name: 'a secrets file with a bad line',
+    args: () => ['exec', '--secrets-file', file('bad.env', 'ok=1\njust words\n'), good],
+    code: 2,
+    says: [/bad\.env:2: expected name=value/],
+  },
+  {
+    name: 'several bad flags at once, all listed',
+    args: () => ['exec', '--env', 'X', '--timeout', 'later', good],
+    code: 2,
+    says: [/--env "X"/, /build\.timeout \(flag --build-timeout\): .*got "later"/],
+  },
+  {
+    name: 'a bad --log-level',
+    args: () => ['exec', '--log-level', 'loud', good],
+    code: 2,
+    says: [/log\.level \(flag --log-level\): must be one of .*got "loud"/],
+  },
+  {
+    name: 'a namespace Kubernetes would refuse',
+    args: () => ['exec', '--runtime', 'kubernetes', '--namespace', 'Not_OK', good],
+    code: 2,
+    says: [/runtime\.namespace \(flag --runtime-namespace\): a Kubernetes namespace name .*got "Not_OK"/],
+  },
+  {
+    name: 'a bad BERTH_TIMEOUT in the environment',
+    args: () => ['exec', good],
+    env: { BERTH_TIMEOUT: 'whenever' },
+    code: 2,
+    says: [/build\.timeout \(env BERTH_TIMEOUT\): must be a Go duration .*got "whenever"/],
+  },
+  {
+    name: 'a build number that is not a number',
+    args: () => ['exec', '--build-number', 'next', good],
+    code: 2,
+    says: [/--build-number: "next" is not a build number; give a positive whole number/],
+  },
+  {
+    name: 'a bad BERTH_BUILD_NUMBER in the environment',
+    args: () => ['exec', good],
+    env: { BERTH_BUILD_NUMBER: '0' },
+    code: 2,
+    says: [/BERTH_BUILD_NUMBER: "0" is not a build number/],
+  },
   { name: 'a missing pipeline file', args: () => ['exec', path.join(dir, 'missing.yml')], code: 2, says: [/no pipeline file at .*missing\.yml/] },
   { name: 'a pipeline path that is a directory', args: () => ['validate', dir], code: 2, says: [/is a directory/] },
   { name: 'no .vela.yml in the current directory', args: () => ['validate'], code: 2, says: [/no pipeline file at \.vela\.yml/, /name a pipeline file/] },

@@ -30,7 +30,17 @@ describe('--config FILE (YAML), as the Buildkite agent takes one', () => {
     const dir = tmp();
     writeFileSync(
       path.join(dir, 'berth.yml'),
-      ['build-limit: 3', 'build.timeout: 45m', 'queue:', '  routes: [large, gpu]', '  pop.timeout: 20s', 'checkIn: 2m', 'log-level: Debug', 'drain-grace: 1m', 'container-memory: 512m'].join('\n'),
+      [
+        'build-limit: 3',
+        'build.timeout: 45m',
+        'queue:',
+        '  routes: [large, gpu]',
+        '  pop.timeout: 20s',
+        'checkIn: 2m',
+        'log-level: Debug',
+        'drain-grace: 1m',
+        'container-memory: 512m',
+      ].join('\n'),
     );
     const { code, stderr, lines } = await resolved(['start', '--config', 'berth.yml', '--drain-grace', '30s'], { ...BASE, VELA_CHECK_IN: '4m' }, dir);
     expect(stderr).toBe('');
@@ -78,7 +88,7 @@ describe('--config FILE (YAML), as the Buildkite agent takes one', () => {
   });
 });
 
-describe('one duration syntax: Go\'s, for start and exec alike', () => {
+describe("one duration syntax: Go's, for start and exec alike", () => {
   // go-vela/worker's build.timeout is a cli.DurationFlag (cmd/vela-worker/flags.go): "5" is
   // refused by time.ParseDuration. Only a repo's timeout is in minutes (server api/types/repo.go).
   it('exec --timeout 5 and VELA_BUILD_TIMEOUT=5 are refused alike, with the fix', async () => {
@@ -135,8 +145,20 @@ describe('start --help', () => {
       expect(run.code).toBe(0);
       const long = run.stdout.split('\n').filter((l) => l.length > width);
       expect(long).toEqual([]);
-      for (const group of ['Worker:', 'Vela server:', 'Builds:', 'Queue:', 'Runtime:', 'Container limits (Berth extension):', 'Logging:', 'Berth:', 'Configuration:']) expect(run.stdout).toContain(`\n${group}\n`);
-      for (const hidden of ['--queue-private-key', '--executor-outputs-image', '--storage-file-size-limit', '--executor-driver']) expect(run.stdout).not.toContain(hidden);
+      for (const group of [
+        'Worker:',
+        'Vela server:',
+        'Builds:',
+        'Queue:',
+        'Runtime:',
+        'Container limits (Berth extension):',
+        'Logging:',
+        'Berth:',
+        'Configuration:',
+      ])
+        expect(run.stdout).toContain(`\n${group}\n`);
+      for (const hidden of ['--queue-private-key', '--executor-outputs-image', '--storage-file-size-limit', '--executor-driver'])
+        expect(run.stdout).not.toContain(hidden);
     }
   });
 });

@@ -55,7 +55,10 @@ export function workerEnv(sim: VelaSim, hostname: string, route: string, extra: 
 }
 
 /** Starts a daemon in this process. */
-export async function startWorker(sim: VelaSim, options: { hostname?: string; route: string; env?: Record<string, string>; daemon?: Partial<DaemonOptions> }): Promise<WorkerHandle> {
+export async function startWorker(
+  sim: VelaSim,
+  options: { hostname?: string; route: string; env?: Record<string, string>; daemon?: Partial<DaemonOptions> },
+): Promise<WorkerHandle> {
   const hostname = options.hostname ?? `w-${randomUUID().slice(0, 8)}`;
   const env = workerEnv(sim, hostname, options.route, options.env);
   const { config, extras } = parseStartConfig({}, env);

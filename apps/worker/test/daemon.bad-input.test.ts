@@ -102,7 +102,7 @@ describe('bad queue items', { timeout: 60_000 }, () => {
     await pushAndExpectLog(sim.sign(JSON.stringify({ ...item, build })), /dropped a queue item: not a queue item: build.repo/);
   });
 
-  it('a stale item_version: the build is errored with Vela\'s message and never listed as running', async () => {
+  it("a stale item_version: the build is errored with Vela's message and never listed as running", async () => {
     const { item, id } = await pendingBuild();
     await pushAndExpectLog(sim.sign(JSON.stringify({ ...item, item_version: 2 })), /stale queue item/);
     await waitFor('the build to be errored', () => sim.builds.get(id)?.status === 'error');

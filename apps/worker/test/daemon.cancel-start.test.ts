@@ -16,7 +16,9 @@ beforeAll(async () => {
   worker = await startWorker(sim, { route });
   await waitFor('the worker to register', () => worker.daemon.registered);
   // The start-up reap PUTs the worker with its (empty) running builds; after it the slots pop.
-  await waitFor('the reap to end', () => sim.callsTo('PUT', `/api/v1/workers/${worker.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')));
+  await waitFor('the reap to end', () =>
+    sim.callsTo('PUT', `/api/v1/workers/${worker.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')),
+  );
 });
 
 afterAll(async () => {

@@ -34,7 +34,17 @@ const docs = (file: string): Doc[] =>
     return d.toJS() as Doc;
   });
 
-const KNOWN_ENV = new Set([...Object.values(SETTINGS).flatMap((s) => s.env), 'BERTH_DRAIN_GRACE', 'BERTH_STOP_GRACE', 'BERTH_LISTEN', 'BERTH_STATE_DIR', 'BERTH_SERVER_TIMEOUT', 'BERTH_KUBERNETES_PAUSE_IMAGE', 'POD_NAME', 'POD_NAMESPACE']);
+const KNOWN_ENV = new Set([
+  ...Object.values(SETTINGS).flatMap((s) => s.env),
+  'BERTH_DRAIN_GRACE',
+  'BERTH_STOP_GRACE',
+  'BERTH_LISTEN',
+  'BERTH_STATE_DIR',
+  'BERTH_SERVER_TIMEOUT',
+  'BERTH_KUBERNETES_PAUSE_IMAGE',
+  'POD_NAME',
+  'POD_NAMESPACE',
+]);
 
 describe('deploy/kubernetes', () => {
   const rbac = docs('rbac.yaml');

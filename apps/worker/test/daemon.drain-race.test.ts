@@ -106,7 +106,11 @@ async function race(holdMs: number): Promise<void> {
     await waitFor('the worker to register', () => worker.daemon.registered);
     await waitFor('the worker to open a BLPOP', () => proxy.blpopConnections > 0);
     const repo = `race-${randomUUID().slice(0, 8)}`;
-    const pipeline = executable(`version: "1"\nsteps:\n  - name: never\n    image: ${IMAGE}\n    pull: never\n    commands: [ "echo must not run" ]\n`, { org: 'octo', repo, number: 1 });
+    const pipeline = executable(`version: "1"\nsteps:\n  - name: never\n    image: ${IMAGE}\n    pull: never\n    commands: [ "echo must not run" ]\n`, {
+      org: 'octo',
+      repo,
+      number: 1,
+    });
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route, noPush: true });
     const itemBytes = sim.sign(JSON.stringify({ build, item_version: 3 }));
     const newer = sim.sign(JSON.stringify({ build: { ...build, id: build.id! + 1_000_000 }, item_version: 3 }));

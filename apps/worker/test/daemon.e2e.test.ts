@@ -34,7 +34,8 @@ const serverAuth = (): RequestInit => ({ headers: { authorization: `Bearer ${sim
 
 describe('berth start end to end (Docker)', { timeout: 90_000 }, () => {
   it('pops, claims and runs a build: statuses and logs recorded in order, secrets masked in steps and services', async () => {
-    const { id, repo } = await enqueue((repo) => `
+    const { id, repo } = await enqueue(
+      (repo) => `
 version: "1"
 secrets:
   - name: api_token
@@ -57,7 +58,8 @@ steps:
       - echo line one
       - echo "token is $API_TOKEN"
       - echo line three
-`);
+`,
+    );
     await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
     const b = sim.builds.get(id)!;
     expect(b.error).toBeUndefined();
@@ -77,7 +79,9 @@ steps:
 
     // Order: build running → step running → step success → build success; each exactly once.
     const path = new RegExp(`^/api/v1/repos/octo/${repo}/builds/1(/steps/2)?$`);
-    const puts = sim.calls.filter((c) => c.method === 'PUT' && path.test(c.path) && c.status === 200).map((c) => `${c.path.endsWith('/steps/2') ? 'step' : 'build'}:${/"status":"(\w+)"/.exec(c.summary)?.[1]}`);
+    const puts = sim.calls
+      .filter((c) => c.method === 'PUT' && path.test(c.path) && c.status === 200)
+      .map((c) => `${c.path.endsWith('/steps/2') ? 'step' : 'build'}:${/"status":"(\w+)"/.exec(c.summary)?.[1]}`);
     const firstRunning = puts.indexOf('build:running');
     expect(firstRunning).toBeGreaterThanOrEqual(0);
     expect(puts.indexOf('step:running')).toBeGreaterThan(firstRunning);
@@ -149,7 +153,8 @@ steps:
   });
 
   it('cancels a running build through DELETE /api/v1/executors/0/build/cancel within 2 s after the stop grace', async () => {
-    const { id, repo } = await enqueue(() => `
+    const { id, repo } = await enqueue(
+      () => `
 version: "1"
 steps:
   - name: long
@@ -158,7 +163,8 @@ steps:
     commands:
       - echo started
       - sleep 120
-`);
+`,
+    );
     await waitFor('the step to run', () => sim.stepsOf(id).find((s) => s.number === 2)?.status === 'running', 30_000);
     await waitFor('the log to show the step started', () => sim.stepLog(id, 2)?.toString('utf8').includes('started'), 15_000);
     // The server finds the build in GET /api/v1/executors, then cancels it.
@@ -171,7 +177,7 @@ steps:
     const res = await api('/api/v1/executors/0/build/cancel', { method: 'DELETE', ...serverAuth() });
     const ms = Date.now() - t0;
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { id: number; status: string })).toMatchObject({ id, status: 'canceled' });
+    expect((await res.json()) as { id: number; status: string }).toMatchObject({ id, status: 'canceled' });
     console.log(`cancel answered in ${ms} ms (stop grace 2000 ms)`);
     // Stop grace 2 s (sh as PID 1 ignores SIGTERM: SIGKILL after the grace) + 2 s.
     expect(ms).toBeLessThan(2_000 + 2_000);
@@ -190,14 +196,25 @@ steps:
       const ready = async () => (await (await fetch(`${w.daemon.url}/ready`)).json()) as { ready: boolean; failed: string[] };
       await waitFor('the wait for a registration token to be logged', () => w.logged(/waiting for a registration token/).length > 0);
       expect(await ready()).toMatchObject({ ready: false, failed: expect.arrayContaining(['registered']) as unknown });
-      const post = (host: string) => fetch(`${w.daemon.url}/register`, { method: 'POST', headers: { authorization: `Bearer ${short.registrationToken(host)}` } });
+      const post = (host: string) =>
+        fetch(`${w.daemon.url}/register`, { method: 'POST', headers: { authorization: `Bearer ${short.registrationToken(host)}` } });
       expect((await post(w.hostname)).status).toBe(200);
       await waitFor('registration', () => w.daemon.registered);
       // Refreshes fail until the 15 s auth token expires: the worker blocks for a new registration.
       short.fail({ method: 'POST', path: `/api/v1/workers/${w.hostname}/refresh`, kind: 'status', status: 500, times: 1_000 });
       await waitFor('the expired token to be noticed', () => w.logged(/token expired and there is no server secret/).length > 0, 30_000);
       const repo = `reg-${randomUUID().slice(0, 6)}`;
-      const { build } = await short.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(`version: "1"\nsteps:\n  - name: s\n    image: ${IMAGE}\n    pull: never\n    commands: [ "echo hi" ]\n`, { org: 'octo', repo, number: 1 }), route: r });
+      const { build } = await short.enqueueBuild({
+        org: 'octo',
+        repo,
+        number: 1,
+        pipeline: executable(`version: "1"\nsteps:\n  - name: s\n    image: ${IMAGE}\n    pull: never\n    commands: [ "echo hi" ]\n`, {
+          org: 'octo',
+          repo,
+          number: 1,
+        }),
+        route: r,
+      });
       await new Promise((res) => setTimeout(res, 2_000));
       expect(short.builds.get(build.id!)?.status).toBe('pending');
       expect(await short.redis().llen(r)).toBe(1);

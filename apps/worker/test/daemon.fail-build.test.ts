@@ -39,7 +39,12 @@ steps:
     const puts = sim.callsTo('PUT', `/api/v1/repos/octo/${repo}/builds/1`);
     expect(puts.map((c) => [c.status, c.tokenType])).toEqual([[200, 'WorkerBuild']]);
     // The error is logged with its stack (the Error passed to pino), and the worker id once, as `worker`.
-    const line = worker.logged(/could not get the executable/)[0] as { err?: { message?: string; stack?: string }; worker?: string; workerId?: unknown; hostname?: unknown };
+    const line = worker.logged(/could not get the executable/)[0] as {
+      err?: { message?: string; stack?: string };
+      worker?: string;
+      workerId?: unknown;
+      hostname?: unknown;
+    };
     expect(line.err?.message).toMatch(/executable/);
     expect(line.err?.stack).toMatch(/VelaApiError|at /);
     expect(line.worker).toBe(worker.hostname);

@@ -25,7 +25,14 @@ afterAll(async () => {
 async function enqueue(yaml: (repo: string) => string) {
   const repo = `f-${randomUUID().slice(0, 8)}`;
   sim.addSecret('native', 'repo', 'octo', repo, 'password', { value: SECRET });
-  const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(yaml(repo), { org: 'octo', repo, number: 1 }), route, noPush: true });
+  const { build } = await sim.enqueueBuild({
+    org: 'octo',
+    repo,
+    number: 1,
+    pipeline: executable(yaml(repo), { org: 'octo', repo, number: 1 }),
+    route,
+    noPush: true,
+  });
   return { id: build.id!, repo, push: () => sim.redis().rpush(route, sim.sign(JSON.stringify({ build, item_version: 3 }))) };
 }
 
@@ -63,7 +70,9 @@ steps:
     await waitFor('the build to end', ended(id), 90_000);
     expect(sim.builds.get(id)).toMatchObject({ status: 'success' });
     expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'success' });
-    const expected = ['$ for i in $(seq 1 40); do echo "line $i pw=$PASSWORD"; sleep 0.1; done', ...Array.from({ length: 40 }, (_, i) => `line ${i + 1} pw=***`)].join('\n') + '\n';
+    const expected =
+      ['$ for i in $(seq 1 40); do echo "line $i pw=$PASSWORD"; sleep 0.1; done', ...Array.from({ length: 40 }, (_, i) => `line ${i + 1} pw=***`)].join('\n') +
+      '\n';
     expect(sim.stepLog(id, 2)!.toString('utf8')).toBe(expected);
     const faulted = sim.calls.filter((c) => c.fault !== undefined && c.path.startsWith(`/api/v1/`) && (c.path.startsWith(B) || c.path.includes(repo)));
     expect(faulted.length).toBeGreaterThanOrEqual(8);

@@ -39,7 +39,13 @@ afterAll(async () => {
 
 // kubectl, asynchronously: kube-sim serves from this very process.
 const podsOf = async (workerId: string): Promise<string[]> =>
-  (await promisify(execFile)('kubectl', ['--kubeconfig', kube.kubeconfigPath, 'get', 'pods', '-n', 'default', '-l', `berth.dev/worker=${workerId}`, '-o', 'name'], { encoding: 'utf8' })).stdout
+  (
+    await promisify(execFile)(
+      'kubectl',
+      ['--kubeconfig', kube.kubeconfigPath, 'get', 'pods', '-n', 'default', '-l', `berth.dev/worker=${workerId}`, '-o', 'name'],
+      { encoding: 'utf8' },
+    )
+  ).stdout
     .split('\n')
     .filter(Boolean);
 
@@ -81,7 +87,9 @@ steps:
     ]);
     expect(sim.stepLog(id, 2)!.toString()).toBe('$ echo "token is $API_TOKEN"\ntoken is ***\n');
     expect(sim.stepLog(id, 3)!.toString()).toBe('$ echo two\ntwo\n');
-    const puts = sim.callsTo('PUT', new RegExp(`^/api/v1/repos/octo/${repo}/builds/1/steps/[23]$`)).map((c) => `${c.path.slice(-1)}:${/"status":"(\w+)"/.exec(c.summary)?.[1]}`);
+    const puts = sim
+      .callsTo('PUT', new RegExp(`^/api/v1/repos/octo/${repo}/builds/1/steps/[23]$`))
+      .map((c) => `${c.path.slice(-1)}:${/"status":"(\w+)"/.exec(c.summary)?.[1]}`);
     expect(puts).toEqual(['2:running', '2:success', '3:running', '3:success']);
     await waitFor('the pod to be gone', async () => (await podsOf(worker.hostname)).length === 0, 30_000);
     const metrics = await (await fetch(`${worker.daemon.url}/metrics`)).text();

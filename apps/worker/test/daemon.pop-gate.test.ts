@@ -33,7 +33,9 @@ async function enqueue(route: string) {
 
 const ready = async (w: WorkerHandle): Promise<void> => {
   await waitFor('the worker to register', () => w.daemon.registered);
-  await waitFor('the reap to end', () => sim.callsTo('PUT', `/api/v1/workers/${w.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')));
+  await waitFor('the reap to end', () =>
+    sim.callsTo('PUT', `/api/v1/workers/${w.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')),
+  );
 };
 
 describe('what the build slots pop, and when', { timeout: 90_000 }, () => {

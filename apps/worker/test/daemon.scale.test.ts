@@ -43,7 +43,12 @@ steps:
       console.log(`${Math.round((Date.now() - t0) / 1000)} s:`, Object.fromEntries(by));
     }, 10_000);
     try {
-      await waitFor('30 builds to end', () => ids.every((id) => ['success', 'failure', 'error', 'canceled'].includes(sim.builds.get(id)?.status ?? '')), 120_000, 250);
+      await waitFor(
+        '30 builds to end',
+        () => ids.every((id) => ['success', 'failure', 'error', 'canceled'].includes(sim.builds.get(id)?.status ?? '')),
+        120_000,
+        250,
+      );
     } finally {
       clearInterval(progress);
     }

@@ -98,7 +98,7 @@ steps:
     expect([...sim.installTokens.values()].filter((t) => t.buildId === id)).toEqual([]);
   });
 
-  it('a git.token step on a repo without an installation errors the build with the server\'s answer', async () => {
+  it("a git.token step on a repo without an installation errors the build with the server's answer", async () => {
     const { build } = await run(
       `
 version: "1"

@@ -17,7 +17,29 @@ const keyFile = path.join(dir, 'key.pem');
 let cert: Buffer;
 
 beforeAll(async () => {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'ignore' },
+  );
   cert = readFileSync(certFile);
   sim = await VelaSim.start();
 });
@@ -59,7 +81,10 @@ describe('the worker API over TLS', { timeout: 60_000 }, () => {
     // Minimum version 1.3: a TLS 1.2 client is refused.
     await expect(get(`${worker.daemon.url}/health`, { maxVersion: 'TLSv1.2' })).rejects.toThrow(/protocol|version|alert/i);
     // Plain HTTP on the TLS port is not the API.
-    const plain = await fetch(worker.daemon.url.replace('https:', 'http:') + '/health').then((r) => r.status, (e: unknown) => (e instanceof Error ? e.message : String(e)));
+    const plain = await fetch(worker.daemon.url.replace('https:', 'http:') + '/health').then(
+      (r) => r.status,
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
     expect(plain).not.toBe(200);
   });
 

@@ -32,7 +32,14 @@ steps:
     pull: never
     commands: [ "echo ran" ]
 `;
-  const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(yaml, { org: 'octo', repo, number: 1 }), route, repoFields: { trusted } });
+  const { build } = await sim.enqueueBuild({
+    org: 'octo',
+    repo,
+    number: 1,
+    pipeline: executable(yaml, { org: 'octo', repo, number: 1 }),
+    route,
+    repoFields: { trusted },
+  });
   await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(build.id!)?.status ?? ''), 60_000);
   return { build: sim.builds.get(build.id!)!, log: sim.stepLog(build.id!, 2)?.toString('utf8') ?? '' };
 }

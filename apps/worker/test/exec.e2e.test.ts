@@ -24,7 +24,11 @@ interface Run {
 function berth(args: string[], options: { cwd?: string; onOutput?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<Run> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BERTH, ...args], { cwd: options.cwd ?? EXAMPLES, env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: uniqueBuildNumber() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BERTH, ...args], {
+      cwd: options.cwd ?? EXAMPLES,
+      env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: uniqueBuildNumber() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => {
@@ -71,9 +75,10 @@ describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
 
   // Berth extension (go-vela/worker sets no limits): --container-* reach Docker's HostConfig. Here,
   // not in config.cli.test.ts: two local builds at once share the build id localOrg_localRepo_1.
-  it('applies --container-memory, --container-pids and --container-cpus to the build\'s containers', async () => {
+  it("applies --container-memory, --container-pids and --container-cpus to the build's containers", async () => {
     // cgroup v1 or v2, whichever the engine uses.
-    const show = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max';
+    const show =
+      'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max';
     const { dir } = pipeline(`version: "1"\nsteps:\n  - name: limits\n    image: ${IMAGE}\n    pull: never\n    commands:\n      - ${JSON.stringify(show)}\n`);
     const run = await berth(['exec', '--container-memory', '64m', '--container-pids', '50', '--container-cpus', '0.5'], { cwd: dir });
     expect(run.stderr).toBe('');
@@ -84,7 +89,9 @@ describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
   });
 
   it('mounts the current directory as the workspace: a step reads and writes its files', async () => {
-    const { dir } = pipeline(`version: "1"\nsteps:\n  - name: touch\n    image: ${IMAGE}\n    pull: never\n    commands: [cat input.txt, echo made-by-step > output.txt]\n`);
+    const { dir } = pipeline(
+      `version: "1"\nsteps:\n  - name: touch\n    image: ${IMAGE}\n    pull: never\n    commands: [cat input.txt, echo made-by-step > output.txt]\n`,
+    );
     writeFileSync(path.join(dir, 'input.txt'), 'from the checkout\n');
     const run = await berth(['exec'], { cwd: dir });
     expect(run.code).toBe(0);
@@ -115,7 +122,9 @@ describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
   });
 
   it('exits 1 when a step fails, and names the step', async () => {
-    const { dir } = pipeline(`version: "1"\nsteps:\n  - name: broken\n    image: ${IMAGE}\n    pull: never\n    commands: [echo about to fail, exit 3]\n  - name: after\n    image: ${IMAGE}\n    pull: never\n    commands: [echo never]\n`);
+    const { dir } = pipeline(
+      `version: "1"\nsteps:\n  - name: broken\n    image: ${IMAGE}\n    pull: never\n    commands: [echo about to fail, exit 3]\n  - name: after\n    image: ${IMAGE}\n    pull: never\n    commands: [echo never]\n`,
+    );
     const run = await berth(['exec'], { cwd: dir });
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/broken +failure/);

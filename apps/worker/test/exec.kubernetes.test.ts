@@ -28,12 +28,16 @@ afterAll(async () => {
 /** The pods kube-sim holds now, asked over its HTTPS API with its own CA and token. */
 function podNames(): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const request = https.get(`${kube.url}/api/v1/namespaces/default/pods`, { ca: kube.caCert, headers: { authorization: `Bearer ${kube.token}` } }, (response) => {
-      let body = '';
-      response.on('data', (b: Buffer) => (body += b.toString()));
-      response.on('end', () => resolve((JSON.parse(body) as { items: { metadata: { name: string } }[] }).items.map((p) => p.metadata.name)));
-      response.on('error', reject);
-    });
+    const request = https.get(
+      `${kube.url}/api/v1/namespaces/default/pods`,
+      { ca: kube.caCert, headers: { authorization: `Bearer ${kube.token}` } },
+      (response) => {
+        let body = '';
+        response.on('data', (b: Buffer) => (body += b.toString()));
+        response.on('end', () => resolve((JSON.parse(body) as { items: { metadata: { name: string } }[] }).items.map((p) => p.metadata.name)));
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
   });
 }

@@ -25,15 +25,27 @@ describe('loadRuntime', () => {
   });
 
   it.each([
-    ['./wrong-contract.mjs', {}, /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/],
+    [
+      './wrong-contract.mjs',
+      {},
+      /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/,
+    ],
     ['./no-export.mjs', {}, /the module has no default export and no export named "runtime" \(it exports: helper\)\. A runtime plugin exports its descriptor/],
-    ['./not-descriptor.mjs', {}, /the plugin's export is not a runtime descriptor: it lacks a version, a contract version, a create\(ctx, config\) function\. Build it with `defineRuntime/],
+    [
+      './not-descriptor.mjs',
+      {},
+      /the plugin's export is not a runtime descriptor: it lacks a version, a contract version, a create\(ctx, config\) function\. Build it with `defineRuntime/,
+    ],
     ['./shell-plugin.mjs', { colour: 'blue' }, /the plugin refused its options \(colour=…\): unknown option "colour"; known: root, greeting/],
     ['./wrong-contract.mjs', { a: '1' }, /exports a descriptor, not a function, so it takes no --runtime-option \(got a=…\)/],
     ['host', { cpus: '2' }, /--runtime-option: the host runtime has no option "cpus"; its options: root, inheritEnv/],
     ['docker', { cpus: 'many' }, /option cpus of the docker runtime must be a number; got "many"/],
     ['./missing.mjs', {}, /--runtime \.\/missing\.mjs: no such file .*missing\.mjs\. Give docker, kubernetes, host, an installed package name, or a path/],
-    ['berth-runtime-nowhere', {}, /--runtime berth-runtime-nowhere: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/],
+    [
+      'berth-runtime-nowhere',
+      {},
+      /--runtime berth-runtime-nowhere: not a built-in runtime \(docker, kubernetes, host\), and no installed package of that name was found/,
+    ],
   ])('%s %j: a clear usage error', async (spec, options, message) => {
     const error = (await loadRuntime(spec, { cwd: FIXTURES, options }).catch((e: unknown) => e)) as Error & { exitCode?: number };
     expect(error).toBeInstanceOf(Error);

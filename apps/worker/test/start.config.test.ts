@@ -20,8 +20,18 @@ const CASES: Array<[string, Record<string, string>, string[], RegExp]> = [
   ['a bad queue public key', { VELA_QUEUE_PUBLIC_KEY: 'c2hvcnQ=' }, [], /queue\.public-key .*32-byte Ed25519/],
   ['an unknown runtime', { VELA_RUNTIME_DRIVER: 'podman' }, [], /runtime\.driver \(env VELA_RUNTIME_DRIVER\): must be docker or kubernetes/],
   ['an unknown runtime by flag', {}, ['--runtime', 'lxc'], /runtime\.driver \(flag --runtime-driver\): must be docker or kubernetes/],
-  ['both pods template name and file', { VELA_RUNTIME_PODS_TEMPLATE_NAME: 'a', VELA_RUNTIME_PODS_TEMPLATE_FILE: '/b.yml' }, [], /either runtime\.pods-template-name or runtime\.pods-template-file/],
-  ['a negative max log size', { VELA_EXECUTOR_MAX_LOG_SIZE: '-1' }, [], /executor\.max_log_size \(env VELA_EXECUTOR_MAX_LOG_SIZE\): must be 0 or a positive whole number, got "-1"/],
+  [
+    'both pods template name and file',
+    { VELA_RUNTIME_PODS_TEMPLATE_NAME: 'a', VELA_RUNTIME_PODS_TEMPLATE_FILE: '/b.yml' },
+    [],
+    /either runtime\.pods-template-name or runtime\.pods-template-file/,
+  ],
+  [
+    'a negative max log size',
+    { VELA_EXECUTOR_MAX_LOG_SIZE: '-1' },
+    [],
+    /executor\.max_log_size \(env VELA_EXECUTOR_MAX_LOG_SIZE\): must be 0 or a positive whole number, got "-1"/,
+  ],
   ['a bad capability', { VELA_RUNTIME_DROP_CAPABILITIES: 'net_raw' }, [], /capabilities look like CAP_NET_RAW/],
   ['a bad boolean', { VELA_EXECUTOR_ENFORCE_TRUSTED_REPOS: 'maybe' }, [], /must be true or false, got "maybe"/],
   ['a bad drain grace', { BERTH_DRAIN_GRACE: 'soon' }, [], /drain-grace \(env BERTH_DRAIN_GRACE\): must be a Go duration/],
@@ -48,7 +58,8 @@ describe('berth start: bad configuration', () => {
     });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/invalid configuration for berth start \(6 problems\)/);
-    for (const re of [/build\.limit \(flag --build-limit\)/, /log\.format/, /runtime\.driver/, /drain-grace/, /worker\.addr/, /server\.addr/]) expect(run.stderr).toMatch(re);
+    for (const re of [/build\.limit \(flag --build-limit\)/, /log\.format/, /runtime\.driver/, /drain-grace/, /worker\.addr/, /server\.addr/])
+      expect(run.stderr).toMatch(re);
   });
 
   it('a kubeconfig that does not exist: exit 2 naming the runtime', async () => {
@@ -85,7 +96,21 @@ describe('berth start: bad configuration', () => {
   it('--help documents every option with its environment variable and default', async () => {
     const run = await runCli(['start', '--help']);
     expect(run.code).toBe(0);
-    for (const s of ['--server-addr', 'VELA_SERVER_ADDR', '--build-limit', 'VELA_BUILD_LIMIT', 'default 1', '--queue-routes', 'default vela', '--drain-grace', 'BERTH_DRAIN_GRACE', 'default 10m', '--runtime-namespace', 'VELA_RUNTIME_NAMESPACE', 'POST /register']) {
+    for (const s of [
+      '--server-addr',
+      'VELA_SERVER_ADDR',
+      '--build-limit',
+      'VELA_BUILD_LIMIT',
+      'default 1',
+      '--queue-routes',
+      'default vela',
+      '--drain-grace',
+      'BERTH_DRAIN_GRACE',
+      'default 10m',
+      '--runtime-namespace',
+      'VELA_RUNTIME_NAMESPACE',
+      'POST /register',
+    ]) {
       expect(run.stdout).toContain(s);
     }
   });

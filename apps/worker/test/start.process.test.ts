@@ -27,7 +27,10 @@ interface Proc {
 }
 
 function startProcess(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [BERTH, 'start'], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BERTH, 'start'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: Proc['lines'] = [];
   let resolveUrl!: (u: string) => void;
   const url = new Promise<string>((r) => (resolveUrl = r));
@@ -64,7 +67,13 @@ steps:
 
 async function enqueue(route: string, commands: string[]) {
   const repo = `p-${randomUUID().slice(0, 8)}`;
-  const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(pipelineYaml(commands), { org: 'octo', repo, number: 1 }), route });
+  const { build } = await sim.enqueueBuild({
+    org: 'octo',
+    repo,
+    number: 1,
+    pipeline: executable(pipelineYaml(commands), { org: 'octo', repo, number: 1 }),
+    route,
+  });
   return build.id!;
 }
 

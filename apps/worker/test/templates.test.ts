@@ -10,7 +10,10 @@ import { runCli } from './run-cli.ts';
 // action/pipeline/validate_test.go: --template-file NAME:PATH; type: file next to the pipeline).
 const dir = mkdtempSync(path.join(tmpdir(), 'berth-templates-'));
 mkdirSync(path.join(dir, 'ci', 'templates'), { recursive: true });
-writeFileSync(path.join(dir, 'ci', 'templates', 'go.yml'), 'metadata:\n  template: true\nsteps:\n  - name: test\n    image: {{ .image }}\n    commands: [go test ./...]\n');
+writeFileSync(
+  path.join(dir, 'ci', 'templates', 'go.yml'),
+  'metadata:\n  template: true\nsteps:\n  - name: test\n    image: {{ .image }}\n    commands: [go test ./...]\n',
+);
 writeFileSync(path.join(dir, 'echo.yml'), 'steps:\n  - name: echo\n    image: alpine\n    commands: [echo hi]\n');
 const pipeline = path.join(dir, 'ci', 'pipeline.yml');
 writeFileSync(
@@ -39,7 +42,10 @@ describe('templates in berth validate and compile', () => {
 
   it('--pipeline-type go renders the file first; --strict turns unknown keys into errors', async () => {
     const go = path.join(dir, 'go.yml');
-    writeFileSync(go, 'version: "1"\nsteps:\n{{ range list "a" "b" }}\n  - name: {{ . }}\n    image: alpine\n    commands: [ls]\n    colour: blue\n{{ end }}\n');
+    writeFileSync(
+      go,
+      'version: "1"\nsteps:\n{{ range list "a" "b" }}\n  - name: {{ . }}\n    image: alpine\n    commands: [ls]\n    colour: blue\n{{ end }}\n',
+    );
     const loose = await runCli(['validate', '--pipeline-type', 'go', go], { cwd: dir });
     expect(loose.stdout).toContain('is valid: 3 steps');
     expect(loose.stderr).toMatch(/warning: \S*go\.yml:\d+:5: unknown key "colour" in step, ignored/);
@@ -80,10 +86,14 @@ describe('remote templates with --github-token and --github-url', () => {
   const TOKEN = 'secret-t';
   // Served raw (Accept: application/vnd.github.raw) or as the JSON contents object with base64 content.
   const raw: Record<string, string> = {
-    '/api/v3/repos/octo/t/contents/echo.yml?ref=v1': 'metadata:\n  template: true\ntemplates:\n  - name: inner\n    source: github.com/octo/t/nested/inner.yml\n    type: github\nsteps:\n  - name: echo\n    image: {{ .image }}\n    commands: [echo hi]\n  - name: deeper\n    template:\n      name: inner\n',
-    '/api/v3/repos/octo/t/contents/loop.yml': 'templates:\n  - name: loop\n    source: github.com/octo/t/loop.yml\n    type: github\nsteps:\n  - name: again\n    template:\n      name: loop\n',
+    '/api/v3/repos/octo/t/contents/echo.yml?ref=v1':
+      'metadata:\n  template: true\ntemplates:\n  - name: inner\n    source: github.com/octo/t/nested/inner.yml\n    type: github\nsteps:\n  - name: echo\n    image: {{ .image }}\n    commands: [echo hi]\n  - name: deeper\n    template:\n      name: inner\n',
+    '/api/v3/repos/octo/t/contents/loop.yml':
+      'templates:\n  - name: loop\n    source: github.com/octo/t/loop.yml\n    type: github\nsteps:\n  - name: again\n    template:\n      name: loop\n',
   };
-  const base64: Record<string, string> = { '/api/v3/repos/octo/t/contents/nested/inner.yml': 'steps:\n  - name: inner\n    image: busybox\n    commands: [true]\n' };
+  const base64: Record<string, string> = {
+    '/api/v3/repos/octo/t/contents/nested/inner.yml': 'steps:\n  - name: inner\n    image: busybox\n    commands: [true]\n',
+  };
   const server = createServer((req, res) => {
     requests.push({ url: req.url ?? '', headers: req.headers });
     const json = (status: number, body: unknown): void => {
@@ -112,7 +122,10 @@ describe('remote templates with --github-token and --github-url', () => {
   });
   const remote = (source: string): string => {
     const file = path.join(dir, `remote-${requests.length}-${Math.random().toString(36).slice(2)}.yml`);
-    writeFileSync(file, `version: "1"\ntemplates:\n  - name: echo\n    source: ${source}\n    type: github\nsteps:\n  - name: say\n    template:\n      name: echo\n      vars: { image: alpine }\n`);
+    writeFileSync(
+      file,
+      `version: "1"\ntemplates:\n  - name: echo\n    source: ${source}\n    type: github\nsteps:\n  - name: say\n    template:\n      name: echo\n      vars: { image: alpine }\n`,
+    );
     return file;
   };
 
@@ -131,7 +144,10 @@ describe('remote templates with --github-token and --github-url', () => {
   });
 
   it('take the token and URL from VELA_COMPILER_GITHUB_TOKEN and VELA_COMPILER_GITHUB_URL (go-vela/cli command/pipeline/validate.go)', async () => {
-    const run = await runCli(['validate', remote('github.com/octo/t/echo.yml@v1')], { cwd: dir, env: { VELA_COMPILER_GITHUB_TOKEN: TOKEN, VELA_COMPILER_GITHUB_URL: ghe } });
+    const run = await runCli(['validate', remote('github.com/octo/t/echo.yml@v1')], {
+      cwd: dir,
+      env: { VELA_COMPILER_GITHUB_TOKEN: TOKEN, VELA_COMPILER_GITHUB_URL: ghe },
+    });
     expect(run.stderr).toBe('');
     expect(run.stdout).toContain('is valid: 3 steps');
   });
@@ -139,14 +155,18 @@ describe('remote templates with --github-token and --github-url', () => {
   it('a 404 names the template, its source and the status', async () => {
     const run = await runCli(['validate', '--github-token', TOKEN, '--github-url', ghe, remote('github.com/octo/t/missing.yml@v2')], { cwd: dir });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/:3:5: no Vela template found at octo\/t\/missing\.yml@v2 for template echo \(github\.com\/octo\/t\/missing\.yml@v2\): GitHub at http:\/\/127\.0\.0\.1:\d+\/api\/v3 answered 404 Not Found/);
+    expect(run.stderr).toMatch(
+      /:3:5: no Vela template found at octo\/t\/missing\.yml@v2 for template echo \(github\.com\/octo\/t\/missing\.yml@v2\): GitHub at http:\/\/127\.0\.0\.1:\d+\/api\/v3 answered 404 Not Found/,
+    );
     expect(run.stderr).toMatch(/hint: check the org, repo, path and @ref/);
   });
 
   it('a 401 says the token was refused', async () => {
     const run = await runCli(['validate', '--github-token', 'wrong', '--github-url', ghe, remote('github.com/octo/t/echo.yml@v1')], { cwd: dir });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/GitHub at http:\/\/127\.0\.0\.1:\d+\/api\/v3 refused the token \(401 Unauthorized: Bad credentials\) fetching template echo \(github\.com\/octo\/t\/echo\.yml@v1\)/);
+    expect(run.stderr).toMatch(
+      /GitHub at http:\/\/127\.0\.0\.1:\d+\/api\/v3 refused the token \(401 Unauthorized: Bad credentials\) fetching template echo \(github\.com\/octo\/t\/echo\.yml@v1\)/,
+    );
     expect(run.stderr).toMatch(/hint: check --github-token/);
   });
 
@@ -163,7 +183,9 @@ describe('remote templates with --github-token and --github-url', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const run = await runCli(['validate', '--github-token', TOKEN, '--github-url', `http://127.0.0.1:${port}`, remote('github.com/octo/t/echo.yml@v1')], { cwd: dir });
+    const run = await runCli(['validate', '--github-token', TOKEN, '--github-url', `http://127.0.0.1:${port}`, remote('github.com/octo/t/echo.yml@v1')], {
+      cwd: dir,
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`cannot fetch template echo (github.com/octo/t/echo.yml@v1) from http://127.0.0.1:${port}/api/v3: ECONNREFUSED`);
   });
@@ -175,7 +197,9 @@ describe('remote templates with --github-token and --github-url', () => {
 // `berth compile --github-token --github-url`: each must compile or error as Vela's tests expect.
 describe('Vela testdata with remote templates, fetched from a local contents API', () => {
   const testdata = path.resolve(import.meta.dirname, '../../../packages/pipeline/test/fixtures/vela/server/compiler/native/testdata');
-  const manifest = JSON.parse(readFileSync(path.resolve(testdata, '../../../../MANIFEST.json'), 'utf8')) as { files: Record<string, { expect: string; containers?: string[] }> };
+  const manifest = JSON.parse(readFileSync(path.resolve(testdata, '../../../../MANIFEST.json'), 'utf8')) as {
+    files: Record<string, { expect: string; containers?: string[] }>;
+  };
   const fetched: string[] = [];
   const server = createServer((req, res) => {
     const name = decodeURIComponent((req.url ?? '').split('?')[0]?.split('/').pop() ?? '');
@@ -187,7 +211,9 @@ describe('Vela testdata with remote templates, fetched from a local contents API
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'file', encoding: 'base64', content: Buffer.from(text).toString('base64') }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ type: 'file', encoding: 'base64', content: Buffer.from(text).toString('base64') }));
   });
   let ghe = '';
   beforeAll(async () => {
@@ -198,7 +224,13 @@ describe('Vela testdata with remote templates, fetched from a local contents API
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  for (const file of ['steps_pipeline_template.yml', 'stages_pipeline_template.yml', 'template_calls_template.yml', 'template_calls_itself.yml', 'template_name.yml']) {
+  for (const file of [
+    'steps_pipeline_template.yml',
+    'stages_pipeline_template.yml',
+    'template_calls_template.yml',
+    'template_calls_itself.yml',
+    'template_name.yml',
+  ]) {
     it(file, async () => {
       const entry = manifest.files[`server/compiler/native/testdata/${file}`];
       if (entry === undefined) throw new Error(`${file} is not in the MANIFEST`);

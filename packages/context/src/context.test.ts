@@ -477,7 +477,7 @@ describe('random trees (property)', () => {
       // propagates its parent's cancellation after its grace period, which never elapses here.
       const firstCancelled = (i: number): Node | undefined => {
         let best: Node | undefined;
-        for (let j = i; j >= 0; ) {
+        for (let j = i; j >= 0;) {
           const n = nodes[j] as Node;
           if (n.cancelledAt !== undefined && (best === undefined || n.cancelledAt < (best.cancelledAt ?? Infinity))) best = n;
           if (n.kind === 'detached' || n.kind === 'delayed') break;

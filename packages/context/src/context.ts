@@ -229,9 +229,7 @@ class CancelContext implements Context {
   done(): Promise<void> {
     if (!this.#done) {
       const signal = this.signal;
-      this.#done = signal.aborted
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      this.#done = signal.aborted ? Promise.resolve() : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     }
     return this.#done;
   }

@@ -10,7 +10,16 @@ import { type BuildContexts, type BuildContextState, type Deferred, deferred, ma
 import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
 import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
 import { LogStreams } from './build/log-streams.ts';
-import { finalBuildOutcome, initFailureStatus, type Interruption, interruptedOutcome, interruptionOf, type Outcome, timeoutMessage, unfinishedOutcome } from './build/state.ts';
+import {
+  finalBuildOutcome,
+  initFailureStatus,
+  type Interruption,
+  interruptedOutcome,
+  interruptionOf,
+  type Outcome,
+  timeoutMessage,
+  unfinishedOutcome,
+} from './build/state.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
@@ -131,7 +140,6 @@ class ContainerRun {
     };
   }
 }
-
 
 /** A copy of the build the executor may change (environment, exit codes), without stage promises. */
 function copyBuild(build: Build): Build {
@@ -745,7 +753,13 @@ export class Executor {
   }
 
   #finalStatus(): Status {
-    const { status, error } = finalBuildOutcome({ canceled: this.#canceled, cancelCause: this.#cancelCause, error: this.#error, status: this.#status, failed: this.#failed });
+    const { status, error } = finalBuildOutcome({
+      canceled: this.#canceled,
+      cancelCause: this.#cancelCause,
+      error: this.#error,
+      status: this.#status,
+      failed: this.#failed,
+    });
     this.#error = error;
     return status;
   }
@@ -757,7 +771,12 @@ export class Executor {
    * container may not have are withheld and noted at the head of its log.
    */
   #prepareEnvironment(run: ContainerRun): void {
-    const vars = { host: this.#host, runtime: this.runtime.name, version: this.#options.version ?? 'unknown', ...(this.#options.environment === undefined ? {} : { environment: this.#options.environment }) };
+    const vars = {
+      host: this.#host,
+      runtime: this.runtime.name,
+      version: this.#options.version ?? 'unknown',
+      ...(this.#options.environment === undefined ? {} : { environment: this.#options.environment }),
+    };
     this.#note(run, prepareEnvironment(run.container, run.kind, vars, this.#secrets));
   }
 
@@ -795,7 +814,11 @@ export class Executor {
    * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
    */
   #mask(text: string): string {
-    return maskSecrets(text, this.#secretValues(), [this.#init, ...this.#runs.values()].map((run) => run.container));
+    return maskSecrets(
+      text,
+      this.#secretValues(),
+      [this.#init, ...this.#runs.values()].map((run) => run.container),
+    );
   }
 
   /** An ExecutorError for a failure: masked, and without a cause when the cause quotes a secret. */
@@ -830,7 +853,12 @@ export class Executor {
     // A slow stream waits in its own budget (the stream itself is cut by the log-streaming grace).
     await removeContainerOf(ctx, run, (budget) => this.#streams.waitFor(budget, run), this.#destroyOptions());
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
-    const outcome = unfinishedOutcome(run, { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs: this.#timeoutMs });
+    const outcome = unfinishedOutcome(run, {
+      canceled: this.#canceled,
+      timedOut: this.#timedOut,
+      errored: this.#error !== undefined,
+      timeoutMs: this.#timeoutMs,
+    });
     if (outcome !== undefined) {
       if (outcome.how === 'interrupted') {
         this.#markInterrupted(run, outcome);

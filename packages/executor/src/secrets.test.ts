@@ -48,7 +48,14 @@ describe('substituteContainer', () => {
 describe('injectSecrets', () => {
   const secrets = new Map<string, LoadedSecret>([
     ['password', { value: 'pw', substitution: true }],
-    ['deploy-key', { value: 'key', substitution: false, deniedFor: (c) => (c.image.startsWith('registry/plugin') ? undefined : `restricted to the images registry/plugin, not ${c.image}`) }],
+    [
+      'deploy-key',
+      {
+        value: 'key',
+        substitution: false,
+        deniedFor: (c) => (c.image.startsWith('registry/plugin') ? undefined : `restricted to the images registry/plugin, not ${c.image}`),
+      },
+    ],
   ]);
 
   it('sets substitutable and protected secrets in separate passes; unloaded ones are left alone', () => {

@@ -78,7 +78,9 @@ export function substituteContainer(container: Container): void {
         if (error instanceof SubstitutionError) {
           // No `cause`: its message quotes the value, which may be a secret.
           // eslint-disable-next-line preserve-caught-error
-          throw new Error(`unable to substitute ${path} of ${container.name}: a "\${" without a closing "}" (write a literal "\${" as "$\${"; a secret whose value has one must not allow substitution)`);
+          throw new Error(
+            `unable to substitute ${path} of ${container.name}: a "\${" without a closing "}" (write a literal "\${" as "$\${"; a secret whose value has one must not allow substitution)`,
+          );
         }
         throw error;
       }

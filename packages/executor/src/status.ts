@@ -17,7 +17,7 @@
 export type Status = 'pending' | 'running' | 'success' | 'failure' | 'error' | 'canceled' | 'killed' | 'skipped';
 
 /** The statuses that are final: once there, a build or a step never moves again. */
-export const FINAL_STATUSES: ReadonlySet<Status> = new Set<Status>(['success', 'failure', 'error', 'canceled', 'killed', 'skipped']);
+const FINAL_STATUSES: ReadonlySet<Status> = new Set<Status>(['success', 'failure', 'error', 'canceled', 'killed', 'skipped']);
 
 /** True when `status` is final (see {@link FINAL_STATUSES}). */
 export function isFinal(status: Status): boolean {

@@ -80,10 +80,11 @@ describe('in exec', () => {
       runtime,
       reporter,
       // Cancel once the first step (sleep 30) is running.
-      onStart: (executor) => whenRunning(reporter, 'first', () => {
-        canceledAt = performance.now();
-        executor.cancelBuild(new Error('canceled by the user'));
-      }),
+      onStart: (executor) =>
+        whenRunning(reporter, 'first', () => {
+          canceledAt = performance.now();
+          executor.cancelBuild(new Error('canceled by the user'));
+        }),
     });
     expect(performance.now() - canceledAt).toBeLessThan(HOLD_MS);
     expect(result.status).toBe('canceled');
@@ -135,7 +136,6 @@ describe('in exec', () => {
 });
 
 describe('in stream', () => {
-
   it('log streaming is not subject to the build timeout: the last lines still arrive', async () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();

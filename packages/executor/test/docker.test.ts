@@ -28,7 +28,8 @@ afterAll(async () => {
 });
 
 const t0 = Date.now();
-const trace = () => (process.env.BERTH_TRACE ? { debug: (m: string) => console.log(Date.now() - t0, m), warn: (m: string) => console.log(Date.now() - t0, 'WARN', m) } : undefined);
+const trace = () =>
+  process.env.BERTH_TRACE ? { debug: (m: string) => console.log(Date.now() - t0, m), warn: (m: string) => console.log(Date.now() - t0, 'WARN', m) } : undefined;
 const never = { pull: 'never' as const };
 
 // Creating and starting a container takes seconds on a loaded 2-core machine.
@@ -39,7 +40,13 @@ describe('runBuild on Docker', { timeout: 180_000 }, () => {
     failing.ruleset.continue = true;
     const build = makeBuild({
       secrets: [secret('token', 's3cr3t-Tok3n-value'), secret('key', 'multi\nline-key')],
-      services: [ctn('web', { ...never, entrypoint: ['sh', '-c'], commands: ['mkdir -p /www && echo pong > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www'] })],
+      services: [
+        ctn('web', {
+          ...never,
+          entrypoint: ['sh', '-c'],
+          commands: ['mkdir -p /www && echo pong > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www'],
+        }),
+      ],
       stages: [
         stage('prepare', [ctn('write', { ...never, commands: ['echo from-prepare > /vela/shared.txt'] })]),
         stage(
@@ -143,7 +150,9 @@ describe('runBuild on Docker', { timeout: 180_000 }, () => {
     expect(engineMs).toBeGreaterThanOrEqual(STOP_GRACE_MS);
     expect(afterCancel - (engineMs - STOP_GRACE_MS)).toBeLessThan(STOP_GRACE_MS + 2000);
     expect(afterCancel).toBeLessThan(STOP_GRACE_MS + 8000);
-    console.log(`cancel: build ended ${afterCancel} ms after the cancel; the engine took ${engineMs} ms to stop and remove the step (grace ${STOP_GRACE_MS} ms)`);
+    console.log(
+      `cancel: build ended ${afterCancel} ms after the cancel; the engine took ${engineMs} ms to stop and remove the step (grace ${STOP_GRACE_MS} ms)`,
+    );
     expect(leftovers()).toBe('');
   });
 

@@ -117,7 +117,9 @@ describe('steps', () => {
   it('a container that cannot start errors the step and the build; steps not reached are killed', async () => {
     const { runtime } = await dummy();
     const reporter = new RecordingReporter();
-    const build = makeBuild({ steps: [ctn('broken', { commands: ['true'], environment: { DUMMY_START_FAIL: 'no such device' } }), ctn('after', { commands: ['true'] })] });
+    const build = makeBuild({
+      steps: [ctn('broken', { commands: ['true'], environment: { DUMMY_START_FAIL: 'no such device' } }), ctn('after', { commands: ['true'] })],
+    });
     const result = await runBuild(background(), { build, runtime, reporter });
     expect(result.status).toBe('error');
     expect(result.build.error).toMatch(/broken.*no such device/);
@@ -147,7 +149,12 @@ describe('steps', () => {
     const { runtime, engine } = await dummy();
     const reporter = new RecordingReporter();
     const build = makeBuild({
-      steps: [ctn('bg', { detach: true, ...sh('echo bg started; sleep 60') }), ctn('fg', { commands: ['echo fg'] }), ctn('bg-fail', { detach: true, ...sh('exit 4') }), ctn('wait', { commands: ['sleep 0.1'] })],
+      steps: [
+        ctn('bg', { detach: true, ...sh('echo bg started; sleep 60') }),
+        ctn('fg', { commands: ['echo fg'] }),
+        ctn('bg-fail', { detach: true, ...sh('exit 4') }),
+        ctn('wait', { commands: ['sleep 0.1'] }),
+      ],
     });
     const started = performance.now();
     const result = await runBuild(background(), { build, runtime, reporter });
@@ -335,7 +342,13 @@ describe('secrets and logs', () => {
       secrets: [secret('cert', CERT)],
       steps: [
         ctn('show', {
-          commands: ['echo unquoted=$CERT', "echo 'commas=line-one,line-two'", "printf 'crlf=line-one\\r\\nline-two\\r\\n'", `echo '{"cert":"line-one\\nline-two\\n"}'`, 'cat $HOME/.netrc'],
+          commands: [
+            'echo unquoted=$CERT',
+            "echo 'commas=line-one,line-two'",
+            "printf 'crlf=line-one\\r\\nline-two\\r\\n'",
+            `echo '{"cert":"line-one\\nline-two\\n"}'`,
+            'cat $HOME/.netrc',
+          ],
           secrets: [{ source: 'cert', target: 'CERT' }],
         }),
       ],
@@ -355,7 +368,11 @@ describe('secrets and logs', () => {
   it('masks secrets and credentials in the error messages it builds and in the init log (a failing setup quotes them)', async () => {
     const { runtime: base } = await dummy();
     // The engine's error quotes a line of the secret and the netrc password: a mount or a login gone wrong.
-    const runtime = failing(base, 'setupContainer', () => new RuntimeError('InvalidConfig', `bad mount line-one line-two, login ${NETRC}`, { runtime: 'dummy', operation: 'setupContainer' }));
+    const runtime = failing(
+      base,
+      'setupContainer',
+      () => new RuntimeError('InvalidConfig', `bad mount line-one line-two, login ${NETRC}`, { runtime: 'dummy', operation: 'setupContainer' }),
+    );
     const reporter = new RecordingReporter();
     const warnings: string[] = [];
     let thrown: unknown;
@@ -369,7 +386,11 @@ describe('secrets and logs', () => {
       onStart: (executor) => {
         // The error assembleBuild rejects with, as a caller driving the lifecycle sees it.
         const assemble = executor.assembleBuild.bind(executor);
-        executor.assembleBuild = (ctx) => assemble(ctx).catch((error: unknown) => { thrown = error; throw error; });
+        executor.assembleBuild = (ctx) =>
+          assemble(ctx).catch((error: unknown) => {
+            thrown = error;
+            throw error;
+          });
       },
     });
     expect(result.status).toBe('error');

@@ -11,10 +11,14 @@ function buildFor(kind: Kind) {
   const slow = kind === 'canceled' || kind === 'timed-out';
   return makeBuild({
     secrets: [secret('token', 'leak-test-secret')],
-    services: [ctn('svc', { entrypoint: ['sh', '-c'], commands: ['while true; do echo svc $TOKEN; sleep 0.01; done'], secrets: [{ source: 'token', target: 'TOKEN' }] })],
+    services: [
+      ctn('svc', { entrypoint: ['sh', '-c'], commands: ['while true; do echo svc $TOKEN; sleep 0.01; done'], secrets: [{ source: 'token', target: 'TOKEN' }] }),
+    ],
     stages: [
       stage('one', [ctn('a', { commands: ['seq 1 500', slow ? 'sleep 30' : 'true'] })]),
-      stage('two', [ctn('b', { commands: [kind === 'failing' ? 'exit 2' : 'echo ok'] }), ctn('c', { detach: true, commands: ['sleep 30'] })], { needs: ['one'] }),
+      stage('two', [ctn('b', { commands: [kind === 'failing' ? 'exit 2' : 'echo ok'] }), ctn('c', { detach: true, commands: ['sleep 30'] })], {
+        needs: ['one'],
+      }),
     ],
   });
 }

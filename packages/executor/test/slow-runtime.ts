@@ -25,7 +25,11 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
           await sleep(ctx, delay);
         } catch {
           const err = errOf(ctx);
-          throw new RuntimeError(err.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled', 'the context ended', { runtime: target.name, operation: String(prop), cause: err });
+          throw new RuntimeError(err.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled', 'the context ended', {
+            runtime: target.name,
+            operation: String(prop),
+            cause: err,
+          });
         }
         return fn.call(target, ctx, ...args);
       };
@@ -37,14 +41,20 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
  * Wraps `runtime` so that `method` rejects with `error()` for the containers (or builds) whose
  * name `when` accepts; other calls go through.
  */
-export function failing(runtime: Runtime, method: RuntimeMethod, error: () => Error, when: (subject: { name?: string; id?: string }) => boolean = () => true): Runtime {
+export function failing(
+  runtime: Runtime,
+  method: RuntimeMethod,
+  error: () => Error,
+  when: (subject: { name?: string; id?: string }) => boolean = () => true,
+): Runtime {
   return new Proxy(runtime, {
     get(target, prop, _receiver) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== 'function') return value;
       const fn = value as (...args: unknown[]) => unknown;
       if (prop !== method) return fn.bind(target);
-      return (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) => (when(subject) ? Promise.reject(error()) : fn.call(target, ctx, subject, ...args));
+      return (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) =>
+        when(subject) ? Promise.reject(error()) : fn.call(target, ctx, subject, ...args);
     },
   });
 }

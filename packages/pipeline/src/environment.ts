@@ -7,7 +7,7 @@
 export const WORKSPACE_DEFAULT = '/vela/src';
 
 /** Build facts for the environment (Vela `api.Build`); absent fields count as zero values. */
-export interface BuildInfo {
+interface BuildInfo {
   number?: number;
   parent?: number;
   event?: string;
@@ -45,7 +45,7 @@ export interface BuildInfo {
 }
 
 /** Repository facts for the environment (Vela `api.Repo`). */
-export interface RepoInfo {
+interface RepoInfo {
   org?: string;
   name?: string;
   full_name?: string;
@@ -70,7 +70,7 @@ export interface RepoInfo {
 }
 
 /** User facts for the environment (Vela `api.User`). */
-export interface UserInfo {
+interface UserInfo {
   name?: string;
   active?: boolean;
   admin?: boolean;
@@ -78,7 +78,7 @@ export interface UserInfo {
 }
 
 /** Server facts (Vela `internal.Metadata`); when given, the workspace includes host, org and repo. */
-export interface ServerInfo {
+interface ServerInfo {
   /** VELA_ADDR (the web UI address). */
   webAddress?: string;
   /** VELA_SERVER_ADDR and VELA_HOST. */
@@ -143,7 +143,11 @@ function sortedJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
       const obj = v as Record<string, unknown>;
-      return Object.fromEntries(Object.keys(obj).sort().map((k) => [k, obj[k]]));
+      return Object.fromEntries(
+        Object.keys(obj)
+          .sort()
+          .map((k) => [k, obj[k]]),
+      );
     }
     return v;
   });
@@ -154,7 +158,7 @@ const num = (v: number | undefined): string => String(v ?? 0);
 const bool = (v: boolean | undefined): string => (v === true ? 'true' : 'false');
 
 /** The workspace path of a build: `/vela/src`, or `/vela/src/<host>/<org>/<repo>` with server info. */
-export function workspacePath(input: EnvironmentInput): string {
+function workspacePath(input: EnvironmentInput): string {
   if (input.server === undefined) return WORKSPACE_DEFAULT;
   return `${WORKSPACE_DEFAULT}/${str(input.server.sourceHost)}/${str(input.repo?.org)}/${str(input.repo?.name)}`;
 }
@@ -294,7 +298,7 @@ export function repoEnvironment(r: RepoInfo): Record<string, string> {
 }
 
 /** Vela's `api.User.Environment()`: VELA_USER_* variables. */
-export function userEnvironment(u: UserInfo): Record<string, string> {
+function userEnvironment(u: UserInfo): Record<string, string> {
   return {
     VELA_USER_ACTIVE: bool(u.active),
     VELA_USER_ADMIN: bool(u.admin),

@@ -76,7 +76,11 @@ function tokenize(source: string): Token[] {
     }
     const op = OPERATORS.find((o) => source.startsWith(o, i));
     // A unary minus directly before a number is part of the literal.
-    if (c === '-' && /^\d|^\.\d/.test(source.slice(i + 1)) && (tokens.length === 0 || ['op'].includes(tokens[tokens.length - 1]?.type ?? '') || WORD_OPERATORS.has(tokens[tokens.length - 1]?.text ?? ''))) {
+    if (
+      c === '-' &&
+      /^\d|^\.\d/.test(source.slice(i + 1)) &&
+      (tokens.length === 0 || ['op'].includes(tokens[tokens.length - 1]?.type ?? '') || WORD_OPERATORS.has(tokens[tokens.length - 1]?.text ?? ''))
+    ) {
       const prev = tokens[tokens.length - 1];
       if (prev === undefined || (prev.text !== ')' && prev.text !== ']')) {
         const m = /^-(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?/.exec(source.slice(i));
@@ -239,17 +243,22 @@ function typeOf(e: EvalExpression): StaticType {
       switch (e.op) {
         case '||':
         case '&&':
-          for (const t of [l, r]) if (t !== 'bool' && t !== 'any') throw new EvalSyntaxError(`"${e.op}" needs conditions on both sides, but got ${describeType(t)}`);
+          for (const t of [l, r])
+            if (t !== 'bool' && t !== 'any') throw new EvalSyntaxError(`"${e.op}" needs conditions on both sides, but got ${describeType(t)}`);
           return 'bool';
         case '==':
         case '!=':
-          if (l !== r && l !== 'nil' && r !== 'nil' && l !== 'any' && r !== 'any') throw new EvalSyntaxError(`cannot compare ${describeType(l)} with ${describeType(r)} (environment variables are strings: quote the number)`);
+          if (l !== r && l !== 'nil' && r !== 'nil' && l !== 'any' && r !== 'any')
+            throw new EvalSyntaxError(`cannot compare ${describeType(l)} with ${describeType(r)} (environment variables are strings: quote the number)`);
           return 'bool';
         case '<':
         case '<=':
         case '>':
         case '>=':
-          if (!((l === 'string' && r === 'string') || (l === 'number' && r === 'number'))) throw new EvalSyntaxError(`cannot compare ${describeType(l)} with ${describeType(r)} using "${e.op}" (environment variables are strings: quote the number)`);
+          if (!((l === 'string' && r === 'string') || (l === 'number' && r === 'number')))
+            throw new EvalSyntaxError(
+              `cannot compare ${describeType(l)} with ${describeType(r)} using "${e.op}" (environment variables are strings: quote the number)`,
+            );
           return 'bool';
         case 'in':
         case 'not in':

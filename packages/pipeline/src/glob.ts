@@ -4,7 +4,7 @@
  */
 
 /** Thrown by {@link filepathMatch} for a malformed pattern (Go's `filepath.ErrBadPattern`). */
-export class BadPatternError extends Error {
+class BadPatternError extends Error {
   override readonly name = 'BadPatternError';
   readonly pattern: string;
   constructor(pattern: string) {

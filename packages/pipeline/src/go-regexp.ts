@@ -37,4 +37,3 @@ export function goRegExp(pattern: string): RegExp {
   regexCache.set(pattern, re);
   return re;
 }
-

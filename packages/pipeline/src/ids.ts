@@ -28,12 +28,12 @@ function resolveIdentity(identity: BuildIdentity): { org: string; repo: string; 
 }
 
 /** A build id, Vela's `PipelineIDPattern`: `<org>_<repo>_<number>`. */
-export function buildId(org: string, repo: string, number: number): string {
+function buildId(org: string, repo: string, number: number): string {
   return `${org}_${repo}_${number}`;
 }
 
 /** A step id, Vela's `StepIDPattern`: `step_<org>_<repo>_<number>_<step>`. */
-export function stepId(org: string, repo: string, number: number, step: string): string {
+function stepId(org: string, repo: string, number: number, step: string): string {
   return `step_${org}_${repo}_${number}_${step}`;
 }
 
@@ -42,17 +42,17 @@ export function stepId(org: string, repo: string, number: number, step: string):
  *
  * Gotcha: unlike steps and services it has no prefix.
  */
-export function stageStepId(org: string, repo: string, number: number, stage: string, step: string): string {
+function stageStepId(org: string, repo: string, number: number, stage: string, step: string): string {
   return `${org}_${repo}_${number}_${stage}_${step}`;
 }
 
 /** A service id, Vela's `ServiceIDPattern`: `service_<org>_<repo>_<number>_<service>`. */
-export function serviceId(org: string, repo: string, number: number, service: string): string {
+function serviceId(org: string, repo: string, number: number, service: string): string {
   return `service_${org}_${repo}_${number}_${service}`;
 }
 
 /** The id of an external secret's origin container, Vela's `SecretIDPattern`: `secret_<org>_<repo>_<number>_<name>`. */
-export function secretId(org: string, repo: string, number: number, name: string): string {
+function secretId(org: string, repo: string, number: number, name: string): string {
   return `secret_${org}_${repo}_${number}_${name}`;
 }
 
@@ -106,7 +106,7 @@ export function sanitizeBuildId(id: string, driver: RuntimeDriver): string {
 }
 
 /** Maximum length of a DNS-1123 label (a Kubernetes object or container name). */
-export const DNS_LABEL_MAX_LENGTH = 63;
+const DNS_LABEL_MAX_LENGTH = 63;
 const HASH_LENGTH = 10;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

@@ -17,5 +17,12 @@ export { buildEnvironment, repoEnvironment, velaEnvironment, WORKSPACE_DEFAULT, 
 export { parseImageReference, type ImageReference, type ImageReferenceResult } from './image.ts';
 export { envsubst, SubstitutionError } from './substitute.ts';
 export { compilePipeline, type CompileOptions, type CompileResult } from './compile/pipeline.ts';
-export { DEFAULT_TEMPLATE_DEPTH, parseTemplateSource, type RemoteTemplateSource, type TemplateLoad, type TemplateLoader, type TemplateReference } from './compile/templates.ts';
+export {
+  DEFAULT_TEMPLATE_DEPTH,
+  parseTemplateSource,
+  type RemoteTemplateSource,
+  type TemplateLoad,
+  type TemplateLoader,
+  type TemplateReference,
+} from './compile/templates.ts';
 export type { CompileError } from './compile/document.ts';

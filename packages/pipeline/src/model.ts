@@ -12,9 +12,6 @@ import { z } from 'zod';
 /** When a container's image is pulled (Vela `constants.Pull*`). Absent means `not_present`, Vela's default. */
 export type PullPolicy = 'always' | 'not_present' | 'on_start' | 'never';
 
-/** The pull policies, in Vela's order. */
-export const PULL_POLICIES: readonly PullPolicy[] = ['always', 'not_present', 'on_start', 'never'];
-
 /** How ruleset patterns are compared: Go `filepath.Match` globs or Go regular expressions. */
 export type Matcher = 'filepath' | 'regexp';
 
@@ -47,9 +44,6 @@ export type Ulimit = z.output<typeof loose.ulimit>;
 /** A bind mount: host `source` on container `destination`, `access_mode` `ro` or `rw` ('' = rw). */
 export type Volume = z.output<typeof loose.volume>;
 
-/** Files a step uploads after it runs (Vela artifacts). */
-export type Artifacts = z.output<typeof loose.artifacts>;
-
 /** Git installation token request of a build or step. */
 export type Git = z.output<typeof loose.git>;
 
@@ -81,18 +75,6 @@ export type Secret = z.output<typeof loose.secret>;
 
 /** Auto-cancel settings of the pipeline's metadata. */
 export type CancelOptions = z.output<typeof loose.cancelOptions>;
-
-/** Pipeline-wide metadata (Vela `pipeline.Metadata`). */
-export type Metadata = z.output<typeof loose.metadata>;
-
-/** Worker routing of a build. */
-export type Worker = z.output<typeof loose.worker>;
-
-/** One deployment parameter declaration. */
-export type DeploymentParameter = z.output<typeof loose.parameter>;
-
-/** Deployment configuration of a pipeline. */
-export type Deployment = z.output<typeof loose.deployment>;
 
 /**
  * A compiled pipeline: what a Vela server hands a worker (Vela `pipeline.Build`).
@@ -176,10 +158,7 @@ const pull = () =>
       return v;
     });
 
-const nullable = <T extends z.ZodType>(schema: T) =>
-  schema
-    .nullish()
-    .transform((v) => v ?? null);
+const nullable = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? null);
 
 /** An object schema that is filled with zero values when absent or null. */
 const zeroed = <T extends z.ZodType>(schema: T) => z.preprocess((v) => v ?? {}, schema);
@@ -344,23 +323,29 @@ function makeSchemas(obj: ObjectFactory) {
       .transform((v) => v ?? []),
     steps: containers(),
   });
-  return { rules, ruleset, stepSecret, ulimit, volume, artifacts, git, container, stage, secret, cancelOptions, metadata, worker, parameter, deployment, build };
+  return {
+    rules,
+    ruleset,
+    stepSecret,
+    ulimit,
+    volume,
+    artifacts,
+    git,
+    container,
+    stage,
+    secret,
+    cancelOptions,
+    metadata,
+    worker,
+    parameter,
+    deployment,
+    build,
+  };
 }
 
 const loose = makeSchemas((shape) => z.looseObject(shape));
 // The strict twin only finds unknown keys; its objects are typed as the loose ones.
 const strict = makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory);
-
-/** zod schema of a compiled {@link Build} (unknown keys kept). Output fields are zero-filled. */
-export const BuildSchema: z.ZodType<Build, unknown> = loose.build;
-/** zod schema of a {@link Container} (unknown keys kept). */
-export const ContainerSchema: z.ZodType<Container, unknown> = loose.container;
-/** zod schema of a {@link Stage} (unknown keys kept). */
-export const StageSchema: z.ZodType<Stage, unknown> = loose.stage;
-/** zod schema of a {@link Ruleset} (unknown keys kept). */
-export const RulesetSchema: z.ZodType<Ruleset, unknown> = loose.ruleset;
-/** zod schema of a {@link Secret} (unknown keys kept). */
-export const SecretSchema: z.ZodType<Secret, unknown> = loose.secret;
 
 /** One problem found while parsing: a JSON path (`steps[2].pull`) and what is wrong there. */
 export interface ParseIssue {
@@ -383,7 +368,7 @@ export interface ParseOptions {
 }
 
 /** Formats a zod path as `steps[2].ruleset.if.branch`. */
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`;
@@ -531,8 +516,7 @@ function omitEmpty(value: unknown, parentKey: string): unknown {
   for (const [key, raw] of Object.entries(value as Record<string, unknown>)) {
     if (key === 'done' && parentKey === 'stages') continue;
     // A container's git pointer has omitempty; the build's does not.
-    const always =
-      ALWAYS_KEYS.has(key) && !(key === 'git' && parentKey !== '') && !(key === 'token' && (raw === null || typeof raw !== 'object'));
+    const always = ALWAYS_KEYS.has(key) && !(key === 'git' && parentKey !== '') && !(key === 'token' && (raw === null || typeof raw !== 'object'));
     // The ruleset-level matcher/operator are only fallbacks (Vela >= 0.24 leaves them empty).
     if (parentKey === 'ruleset' && ((key === 'matcher' && raw === 'filepath') || (key === 'operator' && raw === 'and'))) continue;
     // Maps of user data (environment, permissions) keep their entries as they are.

@@ -83,7 +83,7 @@ export function matchRule(data: readonly string[], patterns: readonly string[], 
  * A `running` status counts as `success` for status rules.
  * `operator`/`matcher` default to the given fallbacks (the ruleset's), then `and`/`filepath`.
  */
-export function matchRules(rules: Rules, data: RuleData, fallback?: { operator?: Operator; matcher?: Matcher }): boolean {
+function matchRules(rules: Rules, data: RuleData, fallback?: { operator?: Operator; matcher?: Matcher }): boolean {
   const operator = rules.operator !== '' ? rules.operator : (fallback?.operator ?? 'and');
   const matcher = rules.matcher !== '' ? rules.matcher : (fallback?.matcher ?? 'filepath');
   const isOr = operator.toLowerCase() === 'or';
@@ -137,7 +137,7 @@ export function matchRuleset(ruleset: Ruleset, data: RuleData): boolean {
 }
 
 /** True when neither side of the ruleset has a `status` rule (Vela's "no status" check in `Container.Execute`). */
-export function rulesetHasNoStatus(ruleset: Ruleset): boolean {
+function rulesetHasNoStatus(ruleset: Ruleset): boolean {
   return ruleset.if.status.length === 0 && ruleset.unless.status.length === 0;
 }
 

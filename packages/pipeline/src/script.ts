@@ -5,9 +5,9 @@
 import type { Container } from './model.ts';
 
 /** The shell Vela runs scripts with (`constants.DefaultShell`). */
-export const DEFAULT_SHELL = '/bin/sh';
+const DEFAULT_SHELL = '/bin/sh';
 /** HOME of a step without `user` (`constants.DefaultHomeDir`). */
-export const DEFAULT_HOME = '/root';
+const DEFAULT_HOME = '/root';
 /** The command a scripted container runs: decodes `VELA_BUILD_SCRIPT` and runs it with `sh -e`. */
 export const SCRIPT_COMMAND = 'echo $VELA_BUILD_SCRIPT | base64 -d | /bin/sh -e';
 

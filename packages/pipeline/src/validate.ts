@@ -35,7 +35,8 @@ export function validateBuild(build: Build): ParseIssue[] {
   build.stages.forEach((stage, i) => {
     stage.needs.forEach((need, j) => {
       if (need === stage.name) issues.push({ path: `stages[${i}].needs[${j}]`, message: `stage ${stage.name} references itself in 'needs' declaration` });
-      else if (!stageNames.has(need) && need !== 'clone') issues.push({ path: `stages[${i}].needs[${j}]`, message: `stage ${stage.name} needs unknown stage "${need}"` });
+      else if (!stageNames.has(need) && need !== 'clone')
+        issues.push({ path: `stages[${i}].needs[${j}]`, message: `stage ${stage.name} needs unknown stage "${need}"` });
     });
   });
   const needs = new Map<string, string[]>();

@@ -16,7 +16,16 @@ const run = (source: string, vars: Record<string, string> = env): boolean => {
 
 describe('Vela ruleset_test.go eval cases (TestPipeline_RuleData_Match)', () => {
   const ruleset = (fields: Partial<Ruleset['if']>): Ruleset => ({ ...emptyRuleset(), if: { ...emptyRules(), operator: 'and', ...fields } });
-  const data = (e: Record<string, string>): RuleData => ({ branch: 'main', comment: 'rerun', event: 'push', repo: 'octocat/hello-world', status: 'pending', tag: 'refs/heads/main', target: '', env: e });
+  const data = (e: Record<string, string>): RuleData => ({
+    branch: 'main',
+    comment: 'rerun',
+    event: 'push',
+    repo: 'octocat/hello-world',
+    status: 'pending',
+    tag: 'refs/heads/main',
+    target: '',
+    env: e,
+  });
   it.each([
     [ruleset({ eval: "VELA_BUILD_AUTHOR == 'Octocat'" }), data({ VELA_BUILD_AUTHOR: 'Octocat' }), true],
     [ruleset({ eval: "VELA_BUILD_AUTHOR == 'Octocat'" }), data({ VELA_BUILD_AUTHOR: 'test' }), false],

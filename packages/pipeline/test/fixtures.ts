@@ -7,13 +7,21 @@ export const FIXTURES = join(import.meta.dirname, 'fixtures');
 
 /** The build metadata every fixture is compiled with. */
 export const FIXTURE_METADATA: EnvironmentInput = {
-  build: { number: 7, event: 'push', branch: 'main', ref: 'refs/heads/main', commit: 'abc123', author: 'octocat', link: 'https://vela.example.com/octo/hello/7' },
+  build: {
+    number: 7,
+    event: 'push',
+    branch: 'main',
+    ref: 'refs/heads/main',
+    commit: 'abc123',
+    author: 'octocat',
+    link: 'https://vela.example.com/octo/hello/7',
+  },
   repo: { org: 'octo', name: 'hello', full_name: 'octo/hello', branch: 'main', clone: 'https://github.com/octo/hello.git' },
   user: { name: 'octocat', active: true },
 };
 
 /** The secret values every fixture is compiled with (a sidecar may replace them). */
-export const FIXTURE_SECRETS: Record<string, string> = { docker_password: 'pw', api_token: 'tok', org_token: 'org-tok' };
+const FIXTURE_SECRETS: Record<string, string> = { docker_password: 'pw', api_token: 'tok', org_token: 'org-tok' };
 
 /** Compiles fixture `dir/name.yml` with the default options and its `name.options.json` sidecar. */
 export function compileFixture(dir: 'valid' | 'invalid', name: string): CompileResult {
@@ -31,8 +39,7 @@ export function compileFixture(dir: 'valid' | 'invalid', name: string): CompileR
  */
 export function fixtureForm(build: Build): Record<string, unknown> {
   const defaults = velaEnvironment(FIXTURE_METADATA);
-  const strip = (env: Record<string, string>): Record<string, string> =>
-    Object.fromEntries(Object.entries(env).filter(([k, v]) => defaults[k] !== v));
+  const strip = (env: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(env).filter(([k, v]) => defaults[k] !== v));
   const copy = structuredClone(build);
   for (const c of [...copy.steps, ...copy.services, ...copy.stages.flatMap((s) => s.steps), ...copy.secrets.flatMap((s) => (s.origin ? [s.origin] : []))]) {
     c.environment = strip(c.environment);

@@ -52,8 +52,7 @@ describe('Vela render_test.go TestNative_RenderBuild', () => {
     const out = parse(renderGoTemplate(read(`build/${name}/build.yml`), {}, velaFunctions({ VELA_BUILD_BRANCH: 'main' }, ''))) as Record<string, unknown>;
     const want = parse(read(`build/${name}/want.yml`)) as Record<string, unknown>;
     // want.yml holds Vela's compiled defaults (pull, needs); compare the names and commands.
-    const shape = (b: Record<string, unknown>): unknown =>
-      JSON.stringify(b, (k, v: unknown) => (k === 'pull' || k === 'needs' ? undefined : v));
+    const shape = (b: Record<string, unknown>): unknown => JSON.stringify(b, (k, v: unknown) => (k === 'pull' || k === 'needs' ? undefined : v));
     expect(shape(out)).toEqual(shape(want));
   });
 });

@@ -60,13 +60,32 @@ describe('parseImageReference', () => {
 describe('velaEnvironment', () => {
   it('has Vela defaults without metadata', () => {
     const env = velaEnvironment();
-    expect(env).toMatchObject({ VELA: 'true', CI: 'true', VELA_ADDR: 'TODO', VELA_NETRC_USERNAME: 'x-oauth-basic', VELA_WORKSPACE: '/vela/src', BUILD_WORKSPACE: '/vela/src', VELA_BUILD_CREATED: '0', VELA_REPO_ACTIVE: 'false', VELA_USER_FAVORITES: '' });
+    expect(env).toMatchObject({
+      VELA: 'true',
+      CI: 'true',
+      VELA_ADDR: 'TODO',
+      VELA_NETRC_USERNAME: 'x-oauth-basic',
+      VELA_WORKSPACE: '/vela/src',
+      BUILD_WORKSPACE: '/vela/src',
+      VELA_BUILD_CREATED: '0',
+      VELA_REPO_ACTIVE: 'false',
+      VELA_USER_FAVORITES: '',
+    });
     expect(env['VELA_BUILD_NUMBER']).toBeUndefined();
   });
 
   it('describes a pull request build', () => {
     const env = velaEnvironment({
-      build: { number: 12, event: 'pull_request', event_action: 'opened', ref: 'refs/pull/42/head', head_ref: 'feature', base_ref: 'main', fork: true, link: 'https://v/12' },
+      build: {
+        number: 12,
+        event: 'pull_request',
+        event_action: 'opened',
+        ref: 'refs/pull/42/head',
+        head_ref: 'feature',
+        base_ref: 'main',
+        fork: true,
+        link: 'https://v/12',
+      },
       repo: { org: 'octo', name: 'hello', full_name: 'octo/hello', allow_events: ['push', 'pull_request:opened'], topics: ['a', 'b'] },
       server: { address: 'https://vela-server', webAddress: 'https://vela', sourceHost: 'github.com', source: 'github' },
     });
@@ -90,7 +109,13 @@ describe('velaEnvironment', () => {
   it('describes tag and deployment builds', () => {
     expect(velaEnvironment({ build: { event: 'tag', ref: 'refs/tags/v1.2.3' } })['VELA_BUILD_TAG']).toBe('v1.2.3');
     const deploy = velaEnvironment({ build: { event: 'deployment', deploy: 'prod', deploy_number: 4, ref: 'refs/tags/v2', deploy_payload: { region: 'eu' } } });
-    expect(deploy).toMatchObject({ VELA_DEPLOYMENT: 'prod', BUILD_TARGET: 'prod', VELA_DEPLOYMENT_NUMBER: '4', BUILD_TAG: 'v2', DEPLOYMENT_PARAMETER_REGION: 'eu' });
+    expect(deploy).toMatchObject({
+      VELA_DEPLOYMENT: 'prod',
+      BUILD_TARGET: 'prod',
+      VELA_DEPLOYMENT_NUMBER: '4',
+      BUILD_TAG: 'v2',
+      DEPLOYMENT_PARAMETER_REGION: 'eu',
+    });
   });
 });
 

@@ -75,7 +75,11 @@ describe('parseBuild', () => {
   });
 
   it('reports every problem with its path', () => {
-    const result = parseBuild({ id: 3, steps: [{ pull: 'sometimes' }, { ruleset: { if: { branch: 7 } }, ulimits: [{ soft: 'x' }] }], environment: ['NOEQUALS'] });
+    const result = parseBuild({
+      id: 3,
+      steps: [{ pull: 'sometimes' }, { ruleset: { if: { branch: 7 } }, ulimits: [{ soft: 'x' }] }],
+      environment: ['NOEQUALS'],
+    });
     expect(result.ok).toBe(false);
     if (result.ok) return;
     const paths = result.issues.map((i) => i.path).sort();

@@ -73,7 +73,12 @@ describe('unknown keys', () => {
 
   it('are errors with strict', () => {
     const r = compilePipeline(src, { file: 'p.yml', strict: true });
-    expect(errorsOf(r)).toEqual(['2:1 unknown key "stpes-extra" in pipeline', '4:3 unknown key "os" in metadata', '8:5 unknown key "comands" in step', '11:7 unknown key "brnch" in ruleset']);
+    expect(errorsOf(r)).toEqual([
+      '2:1 unknown key "stpes-extra" in pipeline',
+      '4:3 unknown key "os" in metadata',
+      '8:5 unknown key "comands" in step',
+      '11:7 unknown key "brnch" in ruleset',
+    ]);
   });
 
   it('are silent for top-level keys that hold an anchor (even with strict)', () => {

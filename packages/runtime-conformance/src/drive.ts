@@ -147,7 +147,10 @@ export async function runToCompletion(runtime: Runtime, build: Build, container:
     const live = stream;
     // The state right after the stream ended: "running" there is the sign of a tail that stops early
     // (a lagging status alone is told apart below by re-reading the log after the exit).
-    const reading = collectStream(ctx, live).then(async (data) => ({ data, stateAtEnd: (await runtime.inspectContainer(ctx, container).catch(() => undefined))?.state }));
+    const reading = collectStream(ctx, live).then(async (data) => ({
+      data,
+      stateAtEnd: (await runtime.inspectContainer(ctx, container).catch(() => undefined))?.state,
+    }));
     const [{ data, stateAtEnd }, exit] = await Promise.all([reading, runtime.waitContainer(ctx, container)]);
     if (stateAtEnd === 'running' || stateAtEnd === 'created') {
       const complete = await collectStream(ctx, await runtime.tailContainer(ctx, container));

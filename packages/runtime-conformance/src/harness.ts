@@ -83,7 +83,8 @@ export class CaseHarness {
 }
 
 /** How a promise settled, and after how many milliseconds. */
-export type Settlement<T> = { status: 'fulfilled'; value: T; ms: number } | { status: 'rejected'; reason: unknown; ms: number } | { status: 'pending'; ms: number };
+export type Settlement<T> =
+  { status: 'fulfilled'; value: T; ms: number } | { status: 'rejected'; reason: unknown; ms: number } | { status: 'pending'; ms: number };
 
 /**
  * Waits for `promise` at most `limitMs`, never rejecting: tells how it settled and when. Lets a

@@ -26,16 +26,7 @@ export type ConformanceFactory = (config: RuntimeConfig) => Runtime | Promise<Ru
  *   them (`privileged`); a runtime whose steps run with the worker's own privileges lacks it.
  */
 export type ConformanceCapability =
-  | 'privileged'
-  | 'user'
-  | 'serviceNetworking'
-  | 'parallelBuilds'
-  | 'largeLogs'
-  | 'reap'
-  | 'images'
-  | 'fixedWorkspacePath'
-  | 'linuxProc'
-  | 'confinement';
+  'privileged' | 'user' | 'serviceNetworking' | 'parallelBuilds' | 'largeLogs' | 'reap' | 'images' | 'fixedWorkspacePath' | 'linuxProc' | 'confinement';
 
 /** Every {@link ConformanceCapability}, for validation and documentation. */
 export const CONFORMANCE_CAPABILITIES: readonly ConformanceCapability[] = [

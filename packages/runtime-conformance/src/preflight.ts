@@ -6,13 +6,13 @@ import { CaseHarness, describeError } from './harness.ts';
 import type { ConformanceFactory, ResolvedConformanceOptions } from './options.ts';
 
 /** The programs every script of the suite needs: the runner of a Vela build script. */
-export const SCRIPT_TOOLS: readonly string[] = ['sh', 'echo', 'base64'];
+const SCRIPT_TOOLS: readonly string[] = ['sh', 'echo', 'base64'];
 
 /**
  * How the preflight checks each program the suite's scripts call: a shell condition that holds
  * when the program is there and behaves as the scripts expect (`head -c`, `base64 -d`, …).
  */
-export const TOOL_PROBES: Readonly<Record<string, string>> = {
+const TOOL_PROBES: Readonly<Record<string, string>> = {
   sh: `[ "$(sh -c 'echo ok')" = ok ]`,
   echo: '[ "$(echo ok)" = ok ]',
   base64: '[ "$(echo b2sK | base64 -d)" = ok ]',
@@ -109,7 +109,9 @@ export class Preflight {
   async #probeTools(): Promise<ToolsReport> {
     const tools = this.neededTools();
     const script = [
-      ...tools.map((tool) => `if ${TOOL_PROBES[tool] ?? `${tool} --version >/dev/null 2>&1 || [ $? -ne 127 ]`}; then :; else echo "berth-preflight-missing ${tool}"; fi`),
+      ...tools.map(
+        (tool) => `if ${TOOL_PROBES[tool] ?? `${tool} --version >/dev/null 2>&1 || [ $? -ne 127 ]`}; then :; else echo "berth-preflight-missing ${tool}"; fi`,
+      ),
       'echo berth-preflight-done',
     ];
     const h = new CaseHarness(this.#factory, this.#options);
@@ -127,7 +129,10 @@ export class Preflight {
       const logs = (await collectStream(ctx, await runtime.tailContainer(ctx, step))).toString('utf8');
       await teardownBuild(h.ctx(), runtime, build);
       if (!logs.includes('berth-preflight-done') && exit.exitCode === 0) {
-        return { missing: [], failure: `the probe script exited 0 but its log lacks its last line, "berth-preflight-done" (the runtime lost output); its log:\n${logs}` };
+        return {
+          missing: [],
+          failure: `the probe script exited 0 but its log lacks its last line, "berth-preflight-done" (the runtime lost output); its log:\n${logs}`,
+        };
       }
       if (!logs.includes('berth-preflight-done')) {
         // The script runner itself failed: sh, echo or base64 is missing or broken.
@@ -154,7 +159,9 @@ export class Preflight {
       const result = await runToCompletion(runtime, build, step, { timeoutMs: this.#options.timeouts.case, earlyEnd: 'reject' });
       await teardownBuild(h.ctx(), runtime, build);
       if (result.logs !== 'first\nlast\n' || result.exit.exitCode !== 0) {
-        return { failure: `expected the log "first\\nlast\\n" and exit code 0; got exit code ${result.exit.exitCode} and the log ${JSON.stringify(result.logs)}` };
+        return {
+          failure: `expected the log "first\\nlast\\n" and exit code 0; got exit code ${result.exit.exitCode} and the log ${JSON.stringify(result.logs)}`,
+        };
       }
       return {};
     } catch (error) {

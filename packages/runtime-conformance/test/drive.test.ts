@@ -2,7 +2,17 @@ import { Readable } from 'node:stream';
 import { background, withCancel, withTimeout } from '@berth/context';
 import { isRuntimeError, type Runtime } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
-import { collectStream, conformanceBuild, conformanceStep, describeOutcome, EarlyTailEndError, pollUntil, rejectedWith, runToCompletion, settleWithin } from '../src/index.ts';
+import {
+  collectStream,
+  conformanceBuild,
+  conformanceStep,
+  describeOutcome,
+  EarlyTailEndError,
+  pollUntil,
+  rejectedWith,
+  runToCompletion,
+  settleWithin,
+} from '../src/index.ts';
 
 describe('collectStream', () => {
   it('reads a stream to its end, in order', async () => {
@@ -87,7 +97,9 @@ describe('runToCompletion and a live tail that ends before the container exits',
   it('rejects EarlyTailEndError naming the cause and both logs (fails on a runtime whose tail stops at the log written so far)', async () => {
     const error = await runToCompletion(earlyEnding(), build, step).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EarlyTailEndError);
-    expect((error as Error).message).toMatch(/the log stream of follow ended while the container was still running; it delivered "first\\n" but a tail opened after the exit returned "first\\nlast\\n"/);
+    expect((error as Error).message).toMatch(
+      /the log stream of follow ended while the container was still running; it delivered "first\\n" but a tail opened after the exit returned "first\\nlast\\n"/,
+    );
   });
 
   it("with earlyEnd 'reread', returns the whole log re-read after the exit and says so", async () => {

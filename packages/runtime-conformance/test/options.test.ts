@@ -59,7 +59,11 @@ describe('conformanceCases', () => {
   it('has unique names, and every capability guards at least one case', () => {
     const cases = conformanceCases();
     expect(new Set(cases.map((c) => c.name)).size).toBe(cases.length);
-    for (const capability of CONFORMANCE_CAPABILITIES) expect(cases.some((c) => c.capabilities?.includes(capability)), capability).toBe(true);
+    for (const capability of CONFORMANCE_CAPABILITIES)
+      expect(
+        cases.some((c) => c.capabilities?.includes(capability)),
+        capability,
+      ).toBe(true);
   });
 });
 

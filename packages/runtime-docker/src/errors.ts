@@ -28,7 +28,21 @@ interface EngineError {
 }
 
 /** Network-level error codes meaning "the engine is not there (any more)". */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EPIPE', 'ECONNRESET', 'ENOTCONN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EACCES', 'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_SOCKET']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EPIPE',
+  'ECONNRESET',
+  'ENOTCONN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EACCES',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+]);
 
 /** The engine's own message from an HTTP error (`{"message": "…"}`), or the error's message. */
 export function engineMessage(error: unknown): string {
@@ -80,7 +94,7 @@ export function runtimeError(code: RuntimeErrorCode, detail: string, where: Wher
 }
 
 /** The "what happened, what to do" message for an engine that cannot be reached. */
-export function unavailableDetail(engine: EngineDescription, error: unknown): string {
+function unavailableDetail(engine: EngineDescription, error: unknown): string {
   const code = socketCodeOf(error) ?? 'error';
   const what =
     code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE'

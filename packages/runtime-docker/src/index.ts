@@ -58,7 +58,8 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
   if (!config.workerId) throw runtimeError('InvalidConfig', 'the worker id is empty; every resource is labelled with it', where);
   if (config.workspaceHostPath !== undefined) {
     const hostPath = config.workspaceHostPath;
-    if (!path.isAbsolute(hostPath)) throw runtimeError('InvalidConfig', `the workspace host directory must be an absolute path; got ${JSON.stringify(hostPath)}`, where);
+    if (!path.isAbsolute(hostPath))
+      throw runtimeError('InvalidConfig', `the workspace host directory must be an absolute path; got ${JSON.stringify(hostPath)}`, where);
     if (!statSync(hostPath, { throwIfNoEntry: false })?.isDirectory()) {
       throw runtimeError('InvalidConfig', `the workspace host directory ${hostPath} does not exist or is not a directory`, where);
     }
@@ -69,8 +70,14 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
   } catch (error) {
     throw runtimeError('InvalidConfig', `bad volume allowlist: ${(error as Error).message}`, where, error);
   }
-  for (const [key, value] of [['cpus', options.cpus], ['memoryBytes', options.memoryBytes], ['pidsLimit', options.pidsLimit], ['stopGraceMs', options.stopGraceMs ?? config.stopGraceMs]] as const) {
-    if (value !== undefined && !(Number.isFinite(value) && value >= 0)) throw runtimeError('InvalidConfig', `${key} must be a non-negative number; got ${String(value)}`, where);
+  for (const [key, value] of [
+    ['cpus', options.cpus],
+    ['memoryBytes', options.memoryBytes],
+    ['pidsLimit', options.pidsLimit],
+    ['stopGraceMs', options.stopGraceMs ?? config.stopGraceMs],
+  ] as const) {
+    if (value !== undefined && !(Number.isFinite(value) && value >= 0))
+      throw runtimeError('InvalidConfig', `${key} must be a non-negative number; got ${String(value)}`, where);
   }
   let connection;
   try {

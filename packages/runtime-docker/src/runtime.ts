@@ -19,7 +19,17 @@ import type Docker from 'dockerode';
 import { engineCall } from './call.ts';
 import type { EngineConnection } from './connection.ts';
 import { compareTimestamps, DockerLogDemuxer } from './demux.ts';
-import { contextError, type EngineDescription, engineMessage, isUnavailable, RUNTIME_NAME, runtimeError, statusOf, toRuntimeError, type Where } from './errors.ts';
+import {
+  contextError,
+  type EngineDescription,
+  engineMessage,
+  isUnavailable,
+  RUNTIME_NAME,
+  runtimeError,
+  statusOf,
+  toRuntimeError,
+  type Where,
+} from './errors.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import { pullImage } from './pull.ts';
 import { type AllowedVolume, type BindMount, resolveBindMounts } from './volumes.ts';
@@ -62,7 +72,23 @@ interface ContainerRecord {
   waitController: AbortController | undefined;
 }
 
-const KNOWN_ULIMITS = new Set(['core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack']);
+const KNOWN_ULIMITS = new Set([
+  'core',
+  'cpu',
+  'data',
+  'fsize',
+  'locks',
+  'memlock',
+  'msgqueue',
+  'nice',
+  'nofile',
+  'nproc',
+  'rss',
+  'rtprio',
+  'rttime',
+  'sigpending',
+  'stack',
+]);
 
 /** The workspace mount point when the worker configures none (Vela's `/vela`). */
 export const DEFAULT_WORKSPACE_PATH = '/vela';
@@ -101,7 +127,13 @@ export class DockerRuntime implements Runtime {
   readonly #creating = new Map<string, Set<Promise<void>>>();
   #closed = false;
 
-  constructor(connection: EngineConnection, config: RuntimeConfig, allowlist: readonly AllowedVolume[], limits: ContainerLimits, stopGraceMs: number | undefined) {
+  constructor(
+    connection: EngineConnection,
+    config: RuntimeConfig,
+    allowlist: readonly AllowedVolume[],
+    limits: ContainerLimits,
+    stopGraceMs: number | undefined,
+  ) {
     this.#connection = connection;
     this.#docker = connection.docker;
     this.#engine = connection.engine;
@@ -159,7 +191,15 @@ export class DockerRuntime implements Runtime {
     const image = this.#resolve(container, where);
     const body = this.#createBody(container, build, image, where);
     if (container.pull === 'always') await this.#pull(ctx, where, container, image, build.id);
-    const record: ContainerRecord = { name: engineName(container.id), buildId: build.id, body, created: false, exit: undefined, exited: false, waitController: undefined };
+    const record: ContainerRecord = {
+      name: engineName(container.id),
+      buildId: build.id,
+      body,
+      created: false,
+      exit: undefined,
+      exited: false,
+      waitController: undefined,
+    };
     this.#containers.set(container.id, record);
     // With on_start the image is pulled by runContainer, so the container is created there.
     if (container.pull === 'on_start') return;
@@ -181,7 +221,15 @@ export class DockerRuntime implements Runtime {
     let record = this.#containers.get(container.id);
     if (!record) {
       const image = this.#resolve(container, where);
-      record = { name: engineName(container.id), buildId: build.id, body: this.#createBody(container, build, image, where), created: false, exit: undefined, exited: false, waitController: undefined };
+      record = {
+        name: engineName(container.id),
+        buildId: build.id,
+        body: this.#createBody(container, build, image, where),
+        created: false,
+        exit: undefined,
+        exited: false,
+        waitController: undefined,
+      };
       this.#containers.set(container.id, record);
     }
     if (container.pull === 'on_start') await this.#pull(ctx, where, container, this.#resolve(container, where), build.id);
@@ -211,13 +259,19 @@ export class DockerRuntime implements Runtime {
       },
     );
     try {
-      await this.#call(ctx, where, (signal) => this.#docker.getContainer(record.name).start({ abortSignal: signal }), undefined, (error) => {
-        const status = statusOf(error);
-        if (status === 304) return null; // already started
-        if (status === 404 && /no such container/i.test(engineMessage(error))) return undefined;
-        if (status !== undefined) return runtimeError('ContainerFailed', `the container could not be started: ${engineMessage(error)}`, where, error);
-        return undefined;
-      });
+      await this.#call(
+        ctx,
+        where,
+        (signal) => this.#docker.getContainer(record.name).start({ abortSignal: signal }),
+        undefined,
+        (error) => {
+          const status = statusOf(error);
+          if (status === 304) return null; // already started
+          if (status === 404 && /no such container/i.test(engineMessage(error))) return undefined;
+          if (status !== undefined) return runtimeError('ContainerFailed', `the container could not be started: ${engineMessage(error)}`, where, error);
+          return undefined;
+        },
+      );
     } catch (error) {
       controller.abort();
       record.waitController = undefined;
@@ -242,15 +296,20 @@ export class DockerRuntime implements Runtime {
     const name = this.#nameOf(container);
     let statusCode: number;
     if (record?.exit) {
-      const result = await this.#call(ctx, where, () => record.exit!, undefined, (error) =>
-        isUnavailable(error)
-          ? runtimeError(
-              'Unavailable',
-              `lost the Docker engine while waiting for the container to end: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}; the container's state is unknown (dockerd without live-restore stops containers when it restarts).`,
-              where,
-              error,
-            )
-          : undefined,
+      const result = await this.#call(
+        ctx,
+        where,
+        () => record.exit!,
+        undefined,
+        (error) =>
+          isUnavailable(error)
+            ? runtimeError(
+                'Unavailable',
+                `lost the Docker engine while waiting for the container to end: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}; the container's state is unknown (dockerd without live-restore stops containers when it restarts).`,
+                where,
+                error,
+              )
+            : undefined,
       );
       statusCode = result.StatusCode;
     } else {
@@ -262,7 +321,9 @@ export class DockerRuntime implements Runtime {
       if (status.state === 'created') {
         throw runtimeError('ContainerFailed', 'the container was created but never started; call runContainer first', where);
       }
-      const result = (await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).wait({ condition: 'not-running', abortSignal: signal }))) as { StatusCode: number };
+      const result = (await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).wait({ condition: 'not-running', abortSignal: signal }))) as {
+        StatusCode: number;
+      };
       statusCode = result.StatusCode;
     }
     // Confirm with the engine: the exit code alone does not say OOM, and a dockerd that is shutting
@@ -290,8 +351,18 @@ export class DockerRuntime implements Runtime {
     const where = { operation: 'tailContainer', subject: container.id };
     const handle = this.#docker.getContainer(this.#nameOf(container));
     const follow = (since: string | undefined): Promise<Readable> =>
-      this.#call(ctx, where, async (signal) =>
-        (await handle.logs({ follow: true, stdout: true, stderr: true, timestamps: true, ...(since ? { since } : {}), abortSignal: signal })) as unknown as Readable,
+      this.#call(
+        ctx,
+        where,
+        async (signal) =>
+          (await handle.logs({
+            follow: true,
+            stdout: true,
+            stderr: true,
+            timestamps: true,
+            ...(since ? { since } : {}),
+            abortSignal: signal,
+          })) as unknown as Readable,
       );
     const source = await follow(undefined);
     let continuations = 0;
@@ -299,7 +370,12 @@ export class DockerRuntime implements Runtime {
       timestamps: true,
       mapError: (error) =>
         isUnavailable(error) && !ctx.signal.aborted
-          ? runtimeError('Unavailable', `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}.`, where, error)
+          ? runtimeError(
+              'Unavailable',
+              `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}.`,
+              where,
+              error,
+            )
           : toRuntimeError(error, ctx, where, this.#engine),
       // dockerd 20.10 can end a follow early when the container exits just as the stream opens
       // (the last lines, or all of them, are missing). Ask for the last line's timestamp, and read
@@ -307,7 +383,11 @@ export class DockerRuntime implements Runtime {
       continueWith: async (lastTimestamp) => {
         if (continuations++ >= 5) return undefined;
         try {
-          const tail = await this.#call(ctx, where, async (signal) => (await handle.logs({ follow: false, stdout: true, stderr: true, timestamps: true, tail: 1, abortSignal: signal })) as unknown);
+          const tail = await this.#call(
+            ctx,
+            where,
+            async (signal) => (await handle.logs({ follow: false, stdout: true, stderr: true, timestamps: true, tail: 1, abortSignal: signal })) as unknown,
+          );
           const last = lastFrameTimestamp(Buffer.isBuffer(tail) ? tail : Buffer.from(typeof tail === 'string' ? tail : ''));
           if (last === undefined || (lastTimestamp !== undefined && compareTimestamps(last, lastTimestamp) <= 0)) return undefined;
           const seconds = lastTimestamp === undefined ? Number.NaN : Math.floor(Date.parse(lastTimestamp) / 1000);
@@ -337,8 +417,12 @@ export class DockerRuntime implements Runtime {
     let gone = false;
     if (mayRun) {
       try {
-        await this.#call(ctx, where, (signal) => handle.stop({ t: graceSeconds, abortSignal: signal }), undefined, (error) =>
-          statusOf(error) === 304 ? null : undefined,
+        await this.#call(
+          ctx,
+          where,
+          (signal) => handle.stop({ t: graceSeconds, abortSignal: signal }),
+          undefined,
+          (error) => (statusOf(error) === 304 ? null : undefined),
         );
       } catch (error) {
         if (!isRuntimeError(error, 'NotFound')) throw error;
@@ -375,7 +459,12 @@ export class DockerRuntime implements Runtime {
       ctx,
       where,
       this.#creation(build.id, () =>
-        this.#docker.createNetwork({ Name: engineName(build.id), Driver: 'bridge', CheckDuplicate: true, Labels: resourceLabels(this.#config.workerId, build.id) }),
+        this.#docker.createNetwork({
+          Name: engineName(build.id),
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          Labels: resourceLabels(this.#config.workerId, build.id),
+        }),
       ),
     );
     this.#networks.add(build.id);
@@ -384,7 +473,9 @@ export class DockerRuntime implements Runtime {
   async inspectNetwork(ctx: Context, build: Build): Promise<string> {
     const where = { operation: 'inspectNetwork', subject: build.id };
     const name = engineName(build.id);
-    const info = (await this.#call(ctx, where, (signal) => (this.#docker.getNetwork(name) as unknown as InspectableWithSignal).inspect({ abortSignal: signal }))) as { Id: string; Driver: string };
+    const info = (await this.#call(ctx, where, (signal) =>
+      (this.#docker.getNetwork(name) as unknown as InspectableWithSignal).inspect({ abortSignal: signal }),
+    )) as { Id: string; Driver: string };
     return `$ docker network inspect ${name}\n${info.Id} (${info.Driver})\n`;
   }
 
@@ -398,14 +489,24 @@ export class DockerRuntime implements Runtime {
 
   async createVolume(ctx: Context, build: Build): Promise<void> {
     const where = { operation: 'createVolume', subject: build.id };
-    await this.#call(ctx, where, this.#creation(build.id, () => this.#docker.createVolume({ Name: engineName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id) })));
+    await this.#call(
+      ctx,
+      where,
+      this.#creation(build.id, () =>
+        this.#docker.createVolume({ Name: engineName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id) }),
+      ),
+    );
     this.#volumes.add(build.id);
   }
 
   async inspectVolume(ctx: Context, build: Build): Promise<string> {
     const where = { operation: 'inspectVolume', subject: build.id };
     const name = engineName(build.id);
-    const info = (await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).inspect({ abortSignal: signal }))) as { Name: string; Driver: string; Mountpoint: string };
+    const info = (await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).inspect({ abortSignal: signal }))) as {
+      Name: string;
+      Driver: string;
+      Mountpoint: string;
+    };
     const mounted = this.#config.workspaceHostPath
       ? `unused: the host directory ${this.#config.workspaceHostPath} is mounted at ${this.#workspacePath} instead`
       : `mounted in containers at ${this.#workspacePath}`;
@@ -495,23 +596,39 @@ export class DockerRuntime implements Runtime {
 
   /** Removes a network by name or id; a missing one is not an error. */
   async #removeNetworkNamed(ctx: Context, where: Where, name: string): Promise<void> {
-    await this.#call(ctx, where, (signal) => this.#docker.getNetwork(name).remove({ abortSignal: signal }), undefined, (error) => (statusOf(error) === 404 ? null : undefined));
+    await this.#call(
+      ctx,
+      where,
+      (signal) => this.#docker.getNetwork(name).remove({ abortSignal: signal }),
+      undefined,
+      (error) => (statusOf(error) === 404 ? null : undefined),
+    );
   }
 
   /** Removes a volume by name; a missing one is not an error. */
   async #removeVolumeNamed(ctx: Context, where: Where, name: string): Promise<void> {
-    await this.#call(ctx, where, (signal) => this.#docker.getVolume(name).remove({ abortSignal: signal }), { 409: 'Internal' }, (error) =>
-      statusOf(error) === 404 ? null : undefined,
+    await this.#call(
+      ctx,
+      where,
+      (signal) => this.#docker.getVolume(name).remove({ abortSignal: signal }),
+      { 409: 'Internal' },
+      (error) => (statusOf(error) === 404 ? null : undefined),
     );
   }
 
   async #forceRemoveContainer(ctx: Context, where: Where, name: string): Promise<void> {
-    await this.#call(ctx, where, (signal) => this.#docker.getContainer(name).remove({ v: true, force: true, abortSignal: signal }), undefined, (error) => {
-      const status = statusOf(error);
-      if (status === 404) return null;
-      if (status === 409 && /already in progress/i.test(engineMessage(error))) return null;
-      return undefined;
-    });
+    await this.#call(
+      ctx,
+      where,
+      (signal) => this.#docker.getContainer(name).remove({ v: true, force: true, abortSignal: signal }),
+      undefined,
+      (error) => {
+        const status = statusOf(error);
+        if (status === 404) return null;
+        if (status === 409 && /already in progress/i.test(engineMessage(error))) return null;
+        return undefined;
+      },
+    );
   }
 
   /**
@@ -565,7 +682,12 @@ export class DockerRuntime implements Runtime {
     try {
       return resolveImage(container.image);
     } catch (error) {
-      throw runtimeError('InvalidConfig', `image ${JSON.stringify(container.image)} is not a valid image reference: ${error instanceof Error ? error.message : String(error)}`, where, error);
+      throw runtimeError(
+        'InvalidConfig',
+        `image ${JSON.stringify(container.image)} is not a valid image reference: ${error instanceof Error ? error.message : String(error)}`,
+        where,
+        error,
+      );
     }
   }
 
@@ -708,18 +830,26 @@ export class DockerRuntime implements Runtime {
     const body = record.body;
     if (!body) return;
     // Split query and body, or dockerode sends every option in the query string too (issues 144, 721).
-    const request = this.#creation(record.buildId, () => this.#docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions));
-    await this.#call(ctx, where, request, {
-      404: 'ImageNotFound',
-    }, (error) => {
-      const status = statusOf(error);
-      const message = engineMessage(error);
-      if (status === 404 && /no such image/i.test(message)) {
-        return runtimeError('ImageNotFound', `image "${String(body.Image)}" not found locally (${message})`, where, error);
-      }
-      if (status === 409) return runtimeError('AlreadyExists', `a container named ${record.name} exists already: ${message}`, where, error);
-      return undefined;
-    });
+    const request = this.#creation(record.buildId, () =>
+      this.#docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions),
+    );
+    await this.#call(
+      ctx,
+      where,
+      request,
+      {
+        404: 'ImageNotFound',
+      },
+      (error) => {
+        const status = statusOf(error);
+        const message = engineMessage(error);
+        if (status === 404 && /no such image/i.test(message)) {
+          return runtimeError('ImageNotFound', `image "${String(body.Image)}" not found locally (${message})`, where, error);
+        }
+        if (status === 409) return runtimeError('AlreadyExists', `a container named ${record.name} exists already: ${message}`, where, error);
+        return undefined;
+      },
+    );
     record.created = true;
     record.body = undefined;
   }

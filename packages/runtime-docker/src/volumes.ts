@@ -51,7 +51,10 @@ export function resolveBindMounts(requested: readonly Volume[], allowlist: reado
   const refused: Volume[] = [];
   for (const volume of requested) {
     const source = volume.source && path.posix.isAbsolute(volume.source) ? normalise(volume.source) : undefined;
-    const entry = source === undefined ? undefined : allowlist.find((allowed) => source === allowed.source || source.startsWith(`${allowed.source === '/' ? '' : allowed.source}/`));
+    const entry =
+      source === undefined
+        ? undefined
+        : allowlist.find((allowed) => source === allowed.source || source.startsWith(`${allowed.source === '/' ? '' : allowed.source}/`));
     if (!entry || source === undefined) {
       refused.push(volume);
       continue;

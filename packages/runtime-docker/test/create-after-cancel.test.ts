@@ -76,7 +76,8 @@ describe('a create the engine finishes after its caller was cancelled', () => {
 
   it('setupContainer: removeBuild still removes the container', async () => {
     await lateCreate(
-      (runtime, ctx, build) => runtime.setupContainer(ctx, emptyContainer({ id: `step_${build.id}_late`, name: 'late', image: BUSYBOX, pull: 'never', commands: ['true'] }), build),
+      (runtime, ctx, build) =>
+        runtime.setupContainer(ctx, emptyContainer({ id: `step_${build.id}_late`, name: 'late', image: BUSYBOX, pull: 'never', commands: ['true'] }), build),
       /^POST \S*\/containers\/create/,
     );
     expect(left('container')).toBe('');

@@ -183,35 +183,38 @@ describe('containers', () => {
 describe('resources', () => {
   it('leaves no socket, timer or abort listener behind after a build, including cancelled waits and tails', async () => {
     const [buildCtx, cancelBuild] = withCancel(background());
-    await expectNoAsyncLeaks(async () => {
-      const r = await dockerRuntime({ stopGraceMs: 1_000 }).create(buildCtx, { workerId });
-      const build = emptyBuild({ id: `rdtest_${run}_leaks` });
-      await r.createNetwork(buildCtx, build);
-      await r.createVolume(buildCtx, build);
-      const quick = step(build, 'quick', { entrypoint: ['/bin/sh', '-c'], commands: ['echo done'] });
-      const slow = step(build, 'slow', { image: PAUSE });
-      for (const c of [quick, slow]) {
-        await r.setupContainer(buildCtx, c, build);
-        await r.runContainer(buildCtx, c, build);
-      }
-      expect(await text(await r.tailContainer(buildCtx, quick))).toBe('done\n');
-      expect((await r.waitContainer(buildCtx, quick)).exitCode).toBe(0);
-      const [waitCtx, cancelWait] = withCancel(buildCtx);
-      const waiting = r.waitContainer(waitCtx, slow);
-      const tail = await r.tailContainer(waitCtx, slow);
-      tail.on('error', () => undefined);
-      tail.resume();
-      const tailClosed = new Promise((resolve) => tail.once('close', resolve));
-      cancelWait();
-      expect((await rejection(waiting)).code).toBe('Canceled');
-      await tailClosed;
-      await r.removeContainer(buildCtx, quick);
-      await r.removeContainer(buildCtx, slow);
-      await r.removeVolume(buildCtx, build);
-      await r.removeNetwork(buildCtx, build);
-      await r.removeBuild(buildCtx, build);
-      await r.close();
-    }, { settleMs: 500 });
+    await expectNoAsyncLeaks(
+      async () => {
+        const r = await dockerRuntime({ stopGraceMs: 1_000 }).create(buildCtx, { workerId });
+        const build = emptyBuild({ id: `rdtest_${run}_leaks` });
+        await r.createNetwork(buildCtx, build);
+        await r.createVolume(buildCtx, build);
+        const quick = step(build, 'quick', { entrypoint: ['/bin/sh', '-c'], commands: ['echo done'] });
+        const slow = step(build, 'slow', { image: PAUSE });
+        for (const c of [quick, slow]) {
+          await r.setupContainer(buildCtx, c, build);
+          await r.runContainer(buildCtx, c, build);
+        }
+        expect(await text(await r.tailContainer(buildCtx, quick))).toBe('done\n');
+        expect((await r.waitContainer(buildCtx, quick)).exitCode).toBe(0);
+        const [waitCtx, cancelWait] = withCancel(buildCtx);
+        const waiting = r.waitContainer(waitCtx, slow);
+        const tail = await r.tailContainer(waitCtx, slow);
+        tail.on('error', () => undefined);
+        tail.resume();
+        const tailClosed = new Promise((resolve) => tail.once('close', resolve));
+        cancelWait();
+        expect((await rejection(waiting)).code).toBe('Canceled');
+        await tailClosed;
+        await r.removeContainer(buildCtx, quick);
+        await r.removeContainer(buildCtx, slow);
+        await r.removeVolume(buildCtx, build);
+        await r.removeNetwork(buildCtx, build);
+        await r.removeBuild(buildCtx, build);
+        await r.close();
+      },
+      { settleMs: 500 },
+    );
     expect(listenerCount(buildCtx.signal)).toBe(0);
     cancelBuild();
   }, 120_000);
@@ -274,7 +277,11 @@ describe('a host directory as the workspace (berth exec)', () => {
     writeFileSync(path.join(workdir, 'input.txt'), 'from the checkout\n');
     const local = await newRuntime({ workspacePath: '/vela/src', workspaceHostPath: workdir });
     const build = await newBuild(local);
-    const container = step(build, 'ws', { entrypoint: ['/bin/sh', '-c'], commands: ['cat /vela/src/input.txt && echo built > /vela/src/output.txt'], directory: '/vela/src' });
+    const container = step(build, 'ws', {
+      entrypoint: ['/bin/sh', '-c'],
+      commands: ['cat /vela/src/input.txt && echo built > /vela/src/output.txt'],
+      directory: '/vela/src',
+    });
     const result = await runToEnd(local, build, container);
     expect(result).toEqual({ exitCode: 0, logs: 'from the checkout\n' });
     expect(readFileSync(path.join(workdir, 'output.txt'), 'utf8')).toBe('built\n');
@@ -370,7 +377,11 @@ describe('reap', () => {
     const kept = await newBuild(mine);
     const crashed = await newBuild(mine);
     const foreign = await newBuild(theirs);
-    for (const [r, b] of [[mine, kept], [mine, crashed], [theirs, foreign]] as const) {
+    for (const [r, b] of [
+      [mine, kept],
+      [mine, crashed],
+      [theirs, foreign],
+    ] as const) {
       const c = step(b, 'svc', { image: PAUSE });
       await r.setupContainer(ctx, c, b);
       await r.runContainer(ctx, c, b);

@@ -10,7 +10,8 @@ import { parseVolumeAllowlist, resolveBindMounts } from '../src/volumes.ts';
 
 const engine = { endpoint: 'unix:///var/run/docker.sock', source: 'DOCKER_HOST (unset)' };
 const where = { operation: 'runContainer', subject: 'step_1' };
-const httpError = (statusCode: number, message: string): Error => Object.assign(new Error(`(HTTP code ${statusCode}) x - ${message} `), { statusCode, json: { message } });
+const httpError = (statusCode: number, message: string): Error =>
+  Object.assign(new Error(`(HTTP code ${statusCode}) x - ${message} `), { statusCode, json: { message } });
 
 describe('toRuntimeError', () => {
   it.each([
@@ -129,7 +130,12 @@ describe('pullImage', () => {
 
   it('reports progress and resolves at the end of the stream', async () => {
     const progress: PullProgress[] = [];
-    const lines = ['{"status":"Pulling from library/alpine","id":"3.20"}\n', '{"status":"Downloading","id":"abc","progressDetail":{"current":5,"total":10}}\r\n', 'not json\n', '{"status":"Status: Downloaded newer image"}'];
+    const lines = [
+      '{"status":"Pulling from library/alpine","id":"3.20"}\n',
+      '{"status":"Downloading","id":"abc","progressDetail":{"current":5,"total":10}}\r\n',
+      'not json\n',
+      '{"status":"Status: Downloaded newer image"}',
+    ];
     await pullImage(background(), fakeDocker(lines), engine, where, image, (p) => progress.push(p));
     expect(progress).toEqual([
       { status: 'Pulling from library/alpine', id: '3.20' },
@@ -139,7 +145,10 @@ describe('pullImage', () => {
   });
 
   it('turns an error inside the progress stream (HTTP 200) into ImagePullFailed with the message', async () => {
-    const lines = ['{"status":"Pulling fs layer","id":"abc"}\n', '{"errorDetail":{"message":"unauthorized: authentication required"},"error":"unauthorized: authentication required"}\n'];
+    const lines = [
+      '{"status":"Pulling fs layer","id":"abc"}\n',
+      '{"errorDetail":{"message":"unauthorized: authentication required"},"error":"unauthorized: authentication required"}\n',
+    ];
     const error = await pullImage(background(), fakeDocker(lines), engine, where, image, () => undefined).catch((e: unknown) => e);
     expect(isRuntimeError(error, 'ImagePullFailed')).toBe(true);
     expect((error as RuntimeError).detail).toBe('pulling image "docker.io/library/alpine:3.20" failed: unauthorized: authentication required');
@@ -151,11 +160,15 @@ describe('pullImage', () => {
   });
 
   it('reports an HTTP refusal of the pull as ImagePullFailed, and a bad reference as InvalidConfig', async () => {
-    await expect(pullImage(background(), fakeDocker([], httpError(500, 'Get "http://127.0.0.1:1/v2/": connection refused')), engine, where, image, () => undefined)).rejects.toMatchObject({
+    await expect(
+      pullImage(background(), fakeDocker([], httpError(500, 'Get "http://127.0.0.1:1/v2/": connection refused')), engine, where, image, () => undefined),
+    ).rejects.toMatchObject({
       code: 'ImagePullFailed',
       detail: expect.stringContaining('connection refused') as unknown,
     });
-    await expect(pullImage(background(), fakeDocker([], httpError(400, 'invalid reference format')), engine, where, image, () => undefined)).rejects.toMatchObject({ code: 'InvalidConfig' });
+    await expect(
+      pullImage(background(), fakeDocker([], httpError(400, 'invalid reference format')), engine, where, image, () => undefined),
+    ).rejects.toMatchObject({ code: 'InvalidConfig' });
   });
 
   it('rejects Canceled at once when ctx is cancelled mid-pull, destroying the stream', async () => {

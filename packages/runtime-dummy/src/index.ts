@@ -37,14 +37,20 @@ export function dummyRuntime(options: DummyRuntimeOptions = {}): RuntimeDescript
     contract: CONTRACT_VERSION,
     create(ctx, config) {
       if (ctx.signal.aborted) {
-        return Promise.reject(new RuntimeError(ctx.err()?.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled', 'the context ended before the runtime was created', { runtime: name, operation: 'create' }));
+        return Promise.reject(
+          new RuntimeError(ctx.err()?.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled', 'the context ended before the runtime was created', {
+            runtime: name,
+            operation: 'create',
+          }),
+        );
       }
       if (!config.workerId) return Promise.reject(new RuntimeError('InvalidConfig', 'workerId is required', { runtime: name, operation: 'create' }));
       if (config.workspaceHostPath !== undefined) {
-        return Promise.reject(new RuntimeError('InvalidConfig', 'the dummy runtime cannot mount host paths (workspaceHostPath)', { runtime: name, operation: 'create' }));
+        return Promise.reject(
+          new RuntimeError('InvalidConfig', 'the dummy runtime cannot mount host paths (workspaceHostPath)', { runtime: name, operation: 'create' }),
+        );
       }
       return Promise.resolve(new DummyRuntime(config, options, engine));
     },
   });
 }
-

@@ -68,7 +68,12 @@ export class DummyRuntime implements Runtime {
   }
 
   #error(code: RuntimeErrorCode, detail: string, operation: string, subject?: string, cause?: unknown): RuntimeError {
-    return new RuntimeError(code, detail, { runtime: this.name, operation, ...(subject === undefined ? {} : { subject }), ...(cause === undefined ? {} : { cause }) });
+    return new RuntimeError(code, detail, {
+      runtime: this.name,
+      operation,
+      ...(subject === undefined ? {} : { subject }),
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 
   #ctxError(ctx: Context, operation: string, subject?: string): RuntimeError {
@@ -169,7 +174,12 @@ export class DummyRuntime implements Runtime {
     }
     const env = container.environment;
     if (env.DUMMY_START_FAIL !== undefined) {
-      const error = this.#error('ContainerFailed', `the container could not start: ${env.DUMMY_START_FAIL || 'DUMMY_START_FAIL'}`, 'runContainer', container.id);
+      const error = this.#error(
+        'ContainerFailed',
+        `the container could not start: ${env.DUMMY_START_FAIL || 'DUMMY_START_FAIL'}`,
+        'runContainer',
+        container.id,
+      );
       this.#fail(record, error, 'StartFailed', 128);
       throw error;
     }
@@ -344,7 +354,8 @@ export class DummyRuntime implements Runtime {
     const report = (status: string): void => this.#config.onEvent?.({ type: 'pull', buildId, containerId: container.id, image: container.image, status });
     report(`Pulling ${container.image}`);
     const reason = container.environment.DUMMY_PULL_FAIL;
-    if (reason !== undefined) throw this.#error('ImagePullFailed', `pulling "${container.image}" failed: ${reason || 'DUMMY_PULL_FAIL'}`, operation, container.id);
+    if (reason !== undefined)
+      throw this.#error('ImagePullFailed', `pulling "${container.image}" failed: ${reason || 'DUMMY_PULL_FAIL'}`, operation, container.id);
     const registry = this.#options.registry ?? (() => true);
     if (!registry(image)) throw this.#error('ImageNotFound', `image "${container.image}" not found in the registry`, operation, container.id);
     if (ctx.signal.aborted) throw this.#ctxError(ctx, operation, container.id);

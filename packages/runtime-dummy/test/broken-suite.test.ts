@@ -29,7 +29,11 @@ async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: 
     delete env.VITEST;
     delete env.VITEST_WORKER_ID;
     delete env.VITEST_POOL_ID;
-    const child = spawn(process.execPath, [vitestBin, 'run', '--reporter=json', `--outputFile=${outputFile}`], { cwd: packageDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [vitestBin, 'run', '--reporter=json', `--outputFile=${outputFile}`], {
+      cwd: packageDir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -38,9 +42,18 @@ async function runBroken(mode: BrokenMode): Promise<{ failed: string[]; passed: 
     const report = JSON.parse(await readFile(outputFile, 'utf8')) as JsonReport;
     const results = report.testResults.flatMap((file) => file.assertionResults);
     return {
-      failed: results.filter((r) => r.status === 'failed').map((r) => r.title).sort(),
-      passed: results.filter((r) => r.status === 'passed').map((r) => r.title).sort(),
-      skipped: results.filter((r) => r.status === 'skipped' || r.status === 'pending').map((r) => r.title).sort(),
+      failed: results
+        .filter((r) => r.status === 'failed')
+        .map((r) => r.title)
+        .sort(),
+      passed: results
+        .filter((r) => r.status === 'passed')
+        .map((r) => r.title)
+        .sort(),
+      skipped: results
+        .filter((r) => r.status === 'skipped' || r.status === 'pending')
+        .map((r) => r.title)
+        .sort(),
       messages: results.flatMap((r) => r.failureMessages ?? []),
       output,
     };
@@ -96,7 +109,7 @@ describe('the conformance suite fails a broken runtime', () => {
     expect(passed.length + failed.length + skipped.length).toBe(allCases.length);
   }, 180_000);
 
-  it('a runtime whose log streams ignore the reader\'s pace fails the large-log case, and only that', async () => {
+  it("a runtime whose log streams ignore the reader's pace fails the large-log case, and only that", async () => {
     const { failed, passed, skipped, messages } = await runBroken('buffer-whole-log');
     expect(failed).toEqual(expectFailures(['delivers 50 MiB of output completely and in order while the reader holds little memory']));
     expect(messages.join('\n')).toMatch(/bytes buffered in the tail stream while its reader paused for 1 s/);
@@ -108,7 +121,9 @@ describe('the conformance suite fails a broken runtime', () => {
   it('a runtime whose log streams end before the container exits fails one preflight case naming that cause, and only that', async () => {
     const { failed, passed, skipped, messages } = await runBroken('end-before-exit');
     expect(failed).toEqual(expectFailures(['a log stream opened while the container runs ends only after the container exited']));
-    expect(messages.join('\n')).toMatch(/the log stream of follow ended while the container was still running; it delivered "first\\n" but a tail opened after the exit returned "first\\nlast\\n"/);
+    expect(messages.join('\n')).toMatch(
+      /the log stream of follow ended while the container was still running; it delivered "first\\n" but a tail opened after the exit returned "first\\nlast\\n"/,
+    );
     // The cases that need a live stream are skipped (naming the failed case); every other case re-reads the log and passes.
     expect(skipped).toEqual(
       expectFailures([

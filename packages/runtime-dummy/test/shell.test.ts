@@ -38,13 +38,13 @@ describe('the dummy shell', () => {
     ['! false && echo negated', 'negated\n', 0],
     ['for x in "a b" c; do echo "[$x]"; done', '[a b]\n[c]\n', 0],
     ['v="one two"; for x in $v; do echo $x; done', 'one\ntwo\n', 0],
-    ["echo '$HOME' \"${UNSET:-fallback}\" ${SET:+alt}", '$HOME fallback alt\n', 0],
+    ['echo \'$HOME\' "${UNSET:-fallback}" ${SET:+alt}', '$HOME fallback alt\n', 0],
     ['echo "$(echo inner; echo more)"', 'inner\nmore\n', 0],
-    ['cat <<EOF\nx=$SET\nEOF\ncat <<\'EOF\'\nx=$SET\nEOF', 'x=1\nx=$SET\n', 0],
+    ["cat <<EOF\nx=$SET\nEOF\ncat <<'EOF'\nx=$SET\nEOF", 'x=1\nx=$SET\n', 0],
     ['echo err >&2; echo out 2>&1', 'err\nout\n', 0],
     ['yes ab | head -n 2; echo 1234567 | head -c 3', 'ab\nab\n123', 0],
     ['(exit 4); echo "status $?"', 'status 4\n', 0],
-    ['sh -c \'exit 5\'; echo $?', '5\n', 0],
+    ["sh -c 'exit 5'; echo $?", '5\n', 0],
     ['echo x | grep -q x && echo found', 'found\n', 0],
     ['nosuchcommand', 'sh: nosuchcommand: not found\n', 127],
     ['echo "unterminated', 'sh: syntax error: unterminated quoted string\n', 2],
@@ -60,7 +60,9 @@ describe('the dummy shell', () => {
   });
 
   it('writes, appends and reads files of the workspace', async () => {
-    const result = await run('echo one > /vela/f\necho two >> /vela/f\ncd /vela && cat f\n[ -e /vela/g ] || echo no-g\nmkdir -p /vela/d/e && touch /vela/d/e/x && [ -d /vela/d ] && echo dir');
+    const result = await run(
+      'echo one > /vela/f\necho two >> /vela/f\ncd /vela && cat f\n[ -e /vela/g ] || echo no-g\nmkdir -p /vela/d/e && touch /vela/d/e/x && [ -d /vela/d ] && echo dir',
+    );
     expect(result.out).toBe('one\ntwo\nno-g\ndir\n');
     expect(result.workspace.read('/vela/f')?.toString()).toBe('one\ntwo\n');
   });

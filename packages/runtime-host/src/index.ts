@@ -41,7 +41,12 @@ export function hostRuntime(options: HostRuntimeOptions = {}): RuntimeDescriptor
       }
       if (config.workspaceHostPath !== undefined) {
         const dir = config.workspaceHostPath;
-        const isDir = path.isAbsolute(dir) && (await stat(dir).then((s) => s.isDirectory(), () => false));
+        const isDir =
+          path.isAbsolute(dir) &&
+          (await stat(dir).then(
+            (s) => s.isDirectory(),
+            () => false,
+          ));
         if (!isDir) fail('InvalidConfig', `workspaceHostPath ${JSON.stringify(dir)} must be an absolute path to an existing directory`);
       }
       if (options.warn) options.warn(NO_ISOLATION_WARNING);

@@ -25,36 +25,40 @@ export function followLogFile(file: string, ended: () => boolean, stopped: Abort
     destroy(error, callback) {
       const closing = handle?.close();
       handle = undefined;
-      if (closing) closing.then(() => callback(error), () => callback(error));
+      if (closing)
+        closing.then(
+          () => callback(error),
+          () => callback(error),
+        );
       else callback(error);
     },
   });
   async function pump(): Promise<void> {
-      try {
-        handle ??= await open(file, 'r');
-        if (stream.destroyed) {
-          await handle.close();
+    try {
+      handle ??= await open(file, 'r');
+      if (stream.destroyed) {
+        await handle.close();
+        return;
+      }
+      for (;;) {
+        if (stream.destroyed) return;
+        // Read the end state first: output written before the exit is on disk when `ended()` turns true.
+        const done = ended();
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+        if (bytesRead > 0) {
+          position += bytesRead;
+          stream.push(Buffer.from(buffer.subarray(0, bytesRead)));
           return;
         }
-        for (;;) {
-          if (stream.destroyed) return;
-          // Read the end state first: output written before the exit is on disk when `ended()` turns true.
-          const done = ended();
-          const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-          if (bytesRead > 0) {
-            position += bytesRead;
-            stream.push(Buffer.from(buffer.subarray(0, bytesRead)));
-            return;
-          }
-          if (done) {
-            stream.push(null);
-            return;
-          }
-          await delay(POLL_MS, undefined, { signal: stopped });
+        if (done) {
+          stream.push(null);
+          return;
         }
-      } catch (error) {
-        if (!stopped.aborted && !stream.destroyed) stream.destroy(error as Error);
+        await delay(POLL_MS, undefined, { signal: stopped });
       }
+    } catch (error) {
+      if (!stopped.aborted && !stream.destroyed) stream.destroy(error as Error);
+    }
   }
   return stream;
 }

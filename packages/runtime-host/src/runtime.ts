@@ -39,7 +39,7 @@ export interface HostRuntimeOptions {
 
 /** The warning every host runtime gives: it is the first line of each build's init log too. */
 export const NO_ISOLATION_WARNING =
-  'the host runtime gives no isolation: steps run as local processes with the worker\'s user, files, network and privileges; ' +
+  "the host runtime gives no isolation: steps run as local processes with the worker's user, files, network and privileges; " +
   'images, services, networks, volumes, user and privileged are not supported. Run only pipelines you trust.';
 
 const DEFAULT_INHERIT = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -94,7 +94,9 @@ export class HostRuntime implements Runtime {
   inspectBuild(ctx: Context, build: Build): Promise<string> {
     return this.#guard(ctx, 'inspectBuild', build.id, () => {
       const layout = this.#layout(build);
-      return Promise.resolve(`WARNING: ${NO_ISOLATION_WARNING}\nbuild directory: ${layout.dir}\nworkspace: ${layout.workspace} (steps see ${this.#workspacePath} mapped onto it)\n`);
+      return Promise.resolve(
+        `WARNING: ${NO_ISOLATION_WARNING}\nbuild directory: ${layout.dir}\nworkspace: ${layout.workspace} (steps see ${this.#workspacePath} mapped onto it)\n`,
+      );
     });
   }
 
@@ -129,9 +131,12 @@ export class HostRuntime implements Runtime {
       const refuse = (detail: string): never => {
         throw new RuntimeError('InvalidConfig', detail, { runtime: this.name, operation: 'setupContainer', subject: container.id });
       };
-      if (container.detach) refuse(`${container.name} is a service (detached); the host runtime does not run services. Run it with the docker or kubernetes runtime.`);
+      if (container.detach)
+        refuse(`${container.name} is a service (detached); the host runtime does not run services. Run it with the docker or kubernetes runtime.`);
       if (container.user !== '' && !isCurrentUser(container.user)) {
-        refuse(`${container.name} asks for user ${JSON.stringify(container.user)}; the host runtime runs every step as the worker's user (${os.userInfo().username}).`);
+        refuse(
+          `${container.name} asks for user ${JSON.stringify(container.user)}; the host runtime runs every step as the worker's user (${os.userInfo().username}).`,
+        );
       }
       if (container.volumes.length > 0) refuse(`${container.name} mounts volumes; the host runtime has no mounts (steps see the host's files).`);
       const argv = [...container.entrypoint, ...container.commands];
@@ -139,7 +144,9 @@ export class HostRuntime implements Runtime {
       const layout = this.#layout(build);
       const cwd = hostDirectory(container.directory, this.#workspacePath, layout.workspace);
       if (cwd === undefined) {
-        refuse(`${container.name}'s directory ${JSON.stringify(container.directory)} is outside the workspace (${this.#workspacePath}); the host runtime runs steps only inside the build's workspace.`);
+        refuse(
+          `${container.name}'s directory ${JSON.stringify(container.directory)} is outside the workspace (${this.#workspacePath}); the host runtime runs steps only inside the build's workspace.`,
+        );
       }
       const env: Record<string, string> = {};
       for (const name of this.#inherit) {
@@ -173,7 +180,8 @@ export class HostRuntime implements Runtime {
   runContainer(ctx: Context, container: Container): Promise<void> {
     return this.#guard(ctx, 'runContainer', container.id, async () => {
       const step = this.#step(container, 'runContainer');
-      if (step.state !== 'created') throw new RuntimeError('InvalidConfig', 'the step was started already', { runtime: this.name, operation: 'runContainer', subject: container.id });
+      if (step.state !== 'created')
+        throw new RuntimeError('InvalidConfig', 'the step was started already', { runtime: this.name, operation: 'runContainer', subject: container.id });
       await mkdir(step.cwd, { recursive: true });
       const log = await open(step.logFile, 'a');
       const [command = '', ...args] = step.argv;
@@ -199,8 +207,16 @@ export class HostRuntime implements Runtime {
         step.exit = exit;
         step.state = 'exited';
         step.settle(exit);
-        const detail = (error as NodeJS.ErrnoException).code === 'ENOENT' ? `${JSON.stringify(command)} was not found on this host (PATH=${step.env.PATH ?? ''})` : String((error as Error).message);
-        throw new RuntimeError('ContainerFailed', `cannot start ${container.name}: ${detail}`, { runtime: this.name, operation: 'runContainer', subject: container.id, cause: error });
+        const detail =
+          (error as NodeJS.ErrnoException).code === 'ENOENT'
+            ? `${JSON.stringify(command)} was not found on this host (PATH=${step.env.PATH ?? ''})`
+            : String((error as Error).message);
+        throw new RuntimeError('ContainerFailed', `cannot start ${container.name}: ${detail}`, {
+          runtime: this.name,
+          operation: 'runContainer',
+          subject: container.id,
+          cause: error,
+        });
       } finally {
         await log.close();
       }
@@ -261,7 +277,9 @@ export class HostRuntime implements Runtime {
 
   inspectImage(ctx: Context, container: Container): Promise<string> {
     return this.#guard(ctx, 'inspectImage', container.id, () =>
-      Promise.resolve(`the host runtime runs no images: ${JSON.stringify(container.image)} is not used; ${container.name} runs on this host (${os.type()} ${os.release()}).\n`),
+      Promise.resolve(
+        `the host runtime runs no images: ${JSON.stringify(container.image)} is not used; ${container.name} runs on this host (${os.type()} ${os.release()}).\n`,
+      ),
     );
   }
 
@@ -272,7 +290,7 @@ export class HostRuntime implements Runtime {
   }
 
   inspectNetwork(ctx: Context, build: Build): Promise<string> {
-    return this.#guard(ctx, 'inspectNetwork', build.id, () => Promise.resolve('the host runtime creates no network: steps use the host\'s network.\n'));
+    return this.#guard(ctx, 'inspectNetwork', build.id, () => Promise.resolve("the host runtime creates no network: steps use the host's network.\n"));
   }
 
   removeNetwork(ctx: Context, build: Build): Promise<void> {
@@ -337,7 +355,12 @@ export class HostRuntime implements Runtime {
 
   #step(container: Container, operation: string): HostStep {
     const step = this.#steps.get(container.id);
-    if (!step) throw new RuntimeError('NotFound', `no step ${container.name} (it was not set up, or was removed)`, { runtime: this.name, operation, subject: container.id });
+    if (!step)
+      throw new RuntimeError('NotFound', `no step ${container.name} (it was not set up, or was removed)`, {
+        runtime: this.name,
+        operation,
+        subject: container.id,
+      });
     return step;
   }
 
@@ -359,7 +382,12 @@ export class HostRuntime implements Runtime {
 
   #ctxError(ctx: Context, operation: string, subject: string): RuntimeError {
     const code: RuntimeErrorCode = ctx.err()?.name === 'DeadlineExceeded' ? 'DeadlineExceeded' : 'Canceled';
-    return new RuntimeError(code, code === 'Canceled' ? 'the context was canceled' : 'the deadline passed', { runtime: this.name, operation, subject, cause: ctx.err() });
+    return new RuntimeError(code, code === 'Canceled' ? 'the context was canceled' : 'the deadline passed', {
+      runtime: this.name,
+      operation,
+      subject,
+      cause: ctx.err(),
+    });
   }
 
   /** Runs `work` unless `ctx` is done; turns any non-RuntimeError failure into `Internal`. */

@@ -60,7 +60,9 @@ describe('hostRuntime', () => {
       [{ directory: '/etc' }, /directory "\/etc" is outside the workspace \(\/vela\)/],
     ];
     for (const [fields, message] of cases) {
-      const error = await rt.setupContainer(background(), conformanceStep(build, 'x', 1, { image: 'any', script: ['true'], ...fields }), build).catch((e: unknown) => e);
+      const error = await rt
+        .setupContainer(background(), conformanceStep(build, 'x', 1, { image: 'any', script: ['true'], ...fields }), build)
+        .catch((e: unknown) => e);
       expect(isRuntimeError(error, 'InvalidConfig'), String(error)).toBe(true);
       expect((error as Error).message).toMatch(message);
     }

@@ -23,14 +23,14 @@ export function contextError(ctx: Context, where: Where): RuntimeError {
 }
 
 /** An HTTP status and the API server's message, from client-node's ApiException (or a Status body). */
-export interface ApiFailure {
+interface ApiFailure {
   status: number;
   reason: string;
   message: string;
 }
 
 /** Reads the HTTP status and message of a client-node `ApiException` (or anything with `code`/`statusCode` and a Status body). */
-export function apiFailureOf(error: unknown): ApiFailure | undefined {
+function apiFailureOf(error: unknown): ApiFailure | undefined {
   if (error === null || typeof error !== 'object') return undefined;
   const e = error as { code?: unknown; statusCode?: unknown; body?: unknown; message?: unknown };
   const status = typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : undefined;
@@ -56,10 +56,28 @@ export function apiFailureOf(error: unknown): ApiFailure | undefined {
   return { status, reason, message: message || `HTTP ${status}` };
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED', 'ERR_STREAM_PREMATURE_CLOSE', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_CLOSED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /** The socket-level error code carried by `error` or its causes, if any. */
-export function networkCodeOf(error: unknown): string | undefined {
+function networkCodeOf(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -71,7 +89,7 @@ export function networkCodeOf(error: unknown): string | undefined {
 }
 
 /** The RuntimeError code of an API failure status. */
-export function codeOfStatus(status: number): RuntimeErrorCode {
+function codeOfStatus(status: number): RuntimeErrorCode {
   if (status === 404) return 'NotFound';
   if (status === 409) return 'AlreadyExists';
   if (status === 401 || status === 403) return 'PermissionDenied';
@@ -85,9 +103,16 @@ export function toRuntimeError(error: unknown, ctx: Context, where: Where, serve
   if (isRuntimeError(error)) return error;
   if (ctx.signal.aborted) return contextError(ctx, where);
   const failure = apiFailureOf(error);
-  if (failure) return runtimeError(codeOfStatus(failure.status), `API server answered ${failure.status}${failure.reason ? ` ${failure.reason}` : ''}: ${failure.message}`, where, error);
+  if (failure)
+    return runtimeError(
+      codeOfStatus(failure.status),
+      `API server answered ${failure.status}${failure.reason ? ` ${failure.reason}` : ''}: ${failure.message}`,
+      where,
+      error,
+    );
   const network = networkCodeOf(error);
-  if (network) return runtimeError('Unavailable', `cannot reach the API server at ${server} (${network}); check the kubeconfig and that the cluster is up`, where, error);
+  if (network)
+    return runtimeError('Unavailable', `cannot reach the API server at ${server} (${network}); check the kubeconfig and that the cluster is up`, where, error);
   const message = error instanceof Error ? error.message : String(error);
   return runtimeError('Internal', message, where, error);
 }

@@ -59,7 +59,11 @@ export function kubernetesRuntime(options: KubernetesRuntimeOptions = {}): Runti
  * Creates the runtime directly (what the descriptor's `create` does), typed as the concrete class
  * for tests and the benchmark.
  */
-export async function createKubernetesRuntime(ctx: Context, config: RuntimeConfig, options: KubernetesRuntimeOptions = {}): Promise<KubernetesRuntime & Runtime> {
+export async function createKubernetesRuntime(
+  ctx: Context,
+  config: RuntimeConfig,
+  options: KubernetesRuntimeOptions = {},
+): Promise<KubernetesRuntime & Runtime> {
   const where = { operation: 'create', subject: config.workerId };
   if (ctx.signal.aborted) throw contextError(ctx, where);
   let resolved;
@@ -72,7 +76,11 @@ export async function createKubernetesRuntime(ctx: Context, config: RuntimeConfi
   }
   if (!config.workerId) throw runtimeError('InvalidConfig', 'the worker id is empty', where);
   if (config.workspaceHostPath !== undefined) {
-    throw runtimeError('InvalidConfig', `a pod cannot mount the worker's directory ${config.workspaceHostPath} as its workspace; run with the Docker runtime, or without a host workspace`, where);
+    throw runtimeError(
+      'InvalidConfig',
+      `a pod cannot mount the worker's directory ${config.workspaceHostPath} as its workspace; run with the Docker runtime, or without a host workspace`,
+      where,
+    );
   }
   let kc;
   try {

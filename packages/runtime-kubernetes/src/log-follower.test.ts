@@ -21,7 +21,9 @@ describe('TimestampedLines', () => {
     expect(lines.resumeFrom()).toBe('2024-01-01T00:00:05Z');
     lines.restart();
     const again = lines.push(
-      Buffer.from('2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z two\n2024-01-01T00:00:05.7Z three\n2024-01-01T00:00:05.7Z four\n2024-01-01T00:00:06Z five\n'),
+      Buffer.from(
+        '2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z two\n2024-01-01T00:00:05.7Z three\n2024-01-01T00:00:05.7Z four\n2024-01-01T00:00:06Z five\n',
+      ),
     );
     expect(again.toString()).toBe('four\nfive\n');
     expect(lines.skipped).toBe(3);
@@ -109,18 +111,22 @@ describe('followLogs', () => {
       res.write('2024-05-01T10:00:00Z started\n');
     });
     const [ctx, cancel] = withCancel(background());
-    const stream = followLogs(ctx, { operation: 'tailContainer' }, {
-      kc: api.kc,
-      namespace: 'ns',
-      podName: 'pod',
-      containerName: 'c',
-      waitStarted: () => Promise.resolve(true),
-      isFinished: () => false,
-      isGone: () => false,
-      waitFinished: () => Promise.resolve(),
-      isReplaced: () => false,
-      onChange: () => () => undefined,
-    });
+    const stream = followLogs(
+      ctx,
+      { operation: 'tailContainer' },
+      {
+        kc: api.kc,
+        namespace: 'ns',
+        podName: 'pod',
+        containerName: 'c',
+        waitStarted: () => Promise.resolve(true),
+        isFinished: () => false,
+        isGone: () => false,
+        waitFinished: () => Promise.resolve(),
+        isReplaced: () => false,
+        onChange: () => () => undefined,
+      },
+    );
     let seen = '';
     stream.on('data', (chunk: Buffer) => (seen += chunk.toString()));
     const error = new Promise<unknown>((resolve) => stream.on('error', resolve));
@@ -132,18 +138,22 @@ describe('followLogs', () => {
 
   it('ends without output when the container never started', async () => {
     api = await startFakeApi(({ res }) => res.end());
-    const stream = followLogs(background(), { operation: 'tailContainer' }, {
-      kc: api.kc,
-      namespace: 'ns',
-      podName: 'pod',
-      containerName: 'c',
-      waitStarted: () => Promise.resolve(false),
-      isFinished: () => true,
-      isGone: () => false,
-      waitFinished: () => Promise.resolve(),
-      isReplaced: () => false,
-      onChange: () => () => undefined,
-    });
+    const stream = followLogs(
+      background(),
+      { operation: 'tailContainer' },
+      {
+        kc: api.kc,
+        namespace: 'ns',
+        podName: 'pod',
+        containerName: 'c',
+        waitStarted: () => Promise.resolve(false),
+        isFinished: () => true,
+        isGone: () => false,
+        waitFinished: () => Promise.resolve(),
+        isReplaced: () => false,
+        onChange: () => () => undefined,
+      },
+    );
     const chunks: unknown[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks).toEqual([]);

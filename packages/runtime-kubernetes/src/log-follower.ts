@@ -175,7 +175,9 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
     const since = lines.resumeFrom();
     const cluster = target.kc.getCurrentCluster();
     if (!cluster) return { kind: 'failed', error: new Error('no current cluster'), gotData: false };
-    const url = new URL(`${cluster.server.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.podName)}/log`);
+    const url = new URL(
+      `${cluster.server.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.podName)}/log`,
+    );
     url.searchParams.set('container', target.containerName);
     if (previous) url.searchParams.set('previous', 'true');
     else url.searchParams.set('follow', 'true');
@@ -312,5 +314,10 @@ export function followLogs(ctx: Context, where: Where, target: FollowTarget, sta
 
 function logError(where: Where, result: ReadResult): RuntimeError {
   const detail = result.error instanceof Error ? result.error.message : String(result.error);
-  return runtimeError(result.status === 404 ? 'NotFound' : 'Unavailable', `reading the log failed${result.status ? ` (HTTP ${result.status})` : ''}: ${detail}`, where, result.error);
+  return runtimeError(
+    result.status === 404 ? 'NotFound' : 'Unavailable',
+    `reading the log failed${result.status ? ` (HTTP ${result.status})` : ''}: ${detail}`,
+    where,
+    result.error,
+  );
 }

@@ -74,7 +74,14 @@ function build() {
   const b = emptyBuild({ id: 'Org_Repo_42' });
   b.services = [emptyContainer({ id: 'service_org_repo_42_redis', name: 'redis', image: 'redis:7', detach: true })];
   b.steps = [
-    emptyContainer({ id: 'step_org_repo_42_test', name: 'test', image: 'alpine:3.20', entrypoint: ['/bin/sh', '-c'], commands: ['echo hi'], environment: { A: '1' } }),
+    emptyContainer({
+      id: 'step_org_repo_42_test',
+      name: 'test',
+      image: 'alpine:3.20',
+      entrypoint: ['/bin/sh', '-c'],
+      commands: ['echo hi'],
+      environment: { A: '1' },
+    }),
     emptyContainer({ id: 'step_org_repo_42_docker', name: 'docker', image: 'target/vela-docker:v1', privileged: true, pull: 'always' }),
   ];
   return b;
@@ -114,7 +121,7 @@ describe('PodPlan', () => {
     expect(redis?.securityContext?.privileged).toBeUndefined();
   });
 
-  it('applies a pods template file; Berth\'s own labels cannot be overridden', async () => {
+  it("applies a pods template file; Berth's own labels cannot be overridden", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'berth-template-'));
     try {
       const file = path.join(dir, 'template.yaml');
@@ -128,7 +135,9 @@ describe('PodPlan', () => {
       expect(pod.metadata?.annotations).toMatchObject({ 'sidecar.istio.io/inject': 'false', 'berth.dev/build-id': 'Org_Repo_42' });
       expect(pod.spec?.nodeSelector).toEqual({ disktype: 'ssd' });
       expect(pod.spec?.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'ci', effect: 'NoSchedule' }]);
-      expect(pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values).toEqual(['amd64']);
+      expect(pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values).toEqual([
+        'amd64',
+      ]);
       expect(pod.spec?.dnsPolicy).toBe('None');
       expect(pod.spec?.dnsConfig).toEqual({ nameservers: ['1.1.1.1'], searches: ['ci.svc.cluster.local'], options: [{ name: 'ndots', value: '2' }] });
       expect(pod.spec?.securityContext).toEqual({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_local_port_range', value: '1024 65535' }] });
@@ -141,11 +150,15 @@ describe('PodPlan', () => {
   it('refuses invalid images, volumes outside the allowlist and non-numeric users; ids differing in case get distinct names', () => {
     const plan = new PodPlan(build(), settings({ volumes: [{ source: '/cache', destination: '/cache', writable: false }] }));
     expect(() => plan.addContainer(emptyContainer({ id: 'a', image: 'UPPER/Case::bad' }))).toThrow(PlanError);
-    expect(() => plan.addContainer(emptyContainer({ id: 'b', image: 'alpine', volumes: [{ source: '/etc', destination: '/etc', access_mode: '' }] }))).toThrow(/allowed volumes/);
+    expect(() => plan.addContainer(emptyContainer({ id: 'b', image: 'alpine', volumes: [{ source: '/etc', destination: '/etc', access_mode: '' }] }))).toThrow(
+      /allowed volumes/,
+    );
     expect(() => plan.addContainer(emptyContainer({ id: 'c', image: 'alpine', user: 'builder' }))).toThrow(/numeric uid/);
     plan.addContainer(emptyContainer({ id: 'x_y', image: 'alpine' }));
     expect(() => plan.addContainer(emptyContainer({ id: 'X_Y', image: 'alpine' }))).not.toThrow();
-    const mounted = plan.addContainer(emptyContainer({ id: 'd', image: 'alpine', user: '1000:1000', volumes: [{ source: '/cache/go', destination: '/go', access_mode: 'rw' }] }));
+    const mounted = plan.addContainer(
+      emptyContainer({ id: 'd', image: 'alpine', user: '1000:1000', volumes: [{ source: '/cache/go', destination: '/go', access_mode: 'rw' }] }),
+    );
     const container = plan.toPod().spec?.containers.find((c) => c.name === mounted);
     expect(container?.securityContext).toMatchObject({ runAsUser: 1000, runAsGroup: 1000 });
     expect(container?.volumeMounts).toContainEqual({ name: 'host-0', mountPath: '/go', readOnly: true });

@@ -43,7 +43,7 @@ export interface PodPlanSettings {
 /** The annotation holding the unabridged build id (labels may be shortened). */
 export const BUILD_ID_ANNOTATION = 'berth.dev/build-id';
 /** The name of the workspace volume in every pod. */
-export const WORKSPACE_VOLUME = 'workspace';
+const WORKSPACE_VOLUME = 'workspace';
 
 /** The pod name of a build: its id as a DNS label. */
 export function podNameOf(buildId: string): string {
@@ -56,7 +56,7 @@ export function containerNameOf(containerId: string): string {
 }
 
 /** Kubernetes' image pull policy for a Vela pull policy (`on_start` pulls when the container starts: `Always`). */
-export function pullPolicyOf(pull: PullPolicy): 'Always' | 'Never' | 'IfNotPresent' {
+function pullPolicyOf(pull: PullPolicy): 'Always' | 'Never' | 'IfNotPresent' {
   switch (pull) {
     case 'always':
     case 'on_start':
@@ -160,7 +160,8 @@ export class PodPlan {
     imageOf(container);
     const name = containerNameOf(container.id);
     const existing = this.#containers.get(container.id);
-    if (existing === undefined && this.#names.has(name)) throw new PlanError(`container ${container.id} maps to pod container name ${name}, which another container has`);
+    if (existing === undefined && this.#names.has(name))
+      throw new PlanError(`container ${container.id} maps to pod container name ${name}, which another container has`);
     const securityContext: V1SecurityContext = {};
     if (container.privileged && isPrivilegedImage(container.image, this.settings.privilegedImages)) securityContext.privileged = true;
     const capabilities = this.settings.template.spec.container?.securityContext?.capabilities;

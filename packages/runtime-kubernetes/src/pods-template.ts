@@ -200,6 +200,8 @@ function stringMap(value: unknown, where: string): Record<string, string> {
 function unknownKeys(value: Record<string, unknown>, known: readonly string[], where: string): void {
   const unknown = Object.keys(value).filter((key) => !known.includes(key));
   if (unknown.length > 0) {
-    throw new PodsTemplateError(`${where}: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${known.join(', ')})`);
+    throw new PodsTemplateError(
+      `${where}: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${known.join(', ')})`,
+    );
   }
 }

@@ -145,7 +145,10 @@ export class KubernetesRuntime implements Runtime {
       // A retried create whose first attempt went through answers AlreadyExists: adopt our own pod.
       if (!isRuntimeError(error, 'AlreadyExists')) throw error;
       const existing = await this.api.call(ctx, where, (options) => this.api.core.readNamespacedPod({ namespace, name: state.plan.podName }, options));
-      if (existing.metadata?.annotations?.[BUILD_ID_ANNOTATION] !== build.id || existing.metadata.labels?.[LABELS.worker] !== labelValue(this.config.workerId)) {
+      if (
+        existing.metadata?.annotations?.[BUILD_ID_ANNOTATION] !== build.id ||
+        existing.metadata.labels?.[LABELS.worker] !== labelValue(this.config.workerId)
+      ) {
         throw error;
       }
       state.tracker.markCreated(existing.metadata.uid);
@@ -186,7 +189,9 @@ export class KubernetesRuntime implements Runtime {
     const [fresh, cancel] = withTimeout(background(), Math.min(this.options.requestTimeoutMs, 10_000));
     try {
       const name = state?.plan.podName ?? podNameOf(build.id);
-      await this.api.call(fresh, where, (options) => this.api.core.deleteNamespacedPod({ namespace: this.api.namespace, name, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options));
+      await this.api.call(fresh, where, (options) =>
+        this.api.core.deleteNamespacedPod({ namespace: this.api.namespace, name, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options),
+      );
     } catch {
       // NotFound is success; anything else is left to reap, as the rejection below says.
     } finally {
@@ -205,7 +210,13 @@ export class KubernetesRuntime implements Runtime {
     let tracker = state?.tracker;
     let temporary = false;
     if (!tracker) {
-      tracker = new BuildTracker({ buildId: build.id, podName, pauseImage: this.options.pauseImage, pullGraceMs: this.options.pullGraceMs, pendingTimeoutMs: 2_147_483_647 });
+      tracker = new BuildTracker({
+        buildId: build.id,
+        podName,
+        pauseImage: this.options.pauseImage,
+        pullGraceMs: this.options.pullGraceMs,
+        pendingTimeoutMs: 2_147_483_647,
+      });
       temporary = true;
       this.podTracker.attach(tracker);
     }
@@ -216,7 +227,11 @@ export class KubernetesRuntime implements Runtime {
         await this.api.call(
           bounded,
           where,
-          (options) => this.api.core.deleteNamespacedPod({ namespace: this.api.namespace, name: podName, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options),
+          (options) =>
+            this.api.core.deleteNamespacedPod(
+              { namespace: this.api.namespace, name: podName, gracePeriodSeconds: 0, propagationPolicy: 'Background' },
+              options,
+            ),
           { retries: 3 },
         );
       } catch (error) {
@@ -232,7 +247,12 @@ export class KubernetesRuntime implements Runtime {
       }
     } catch (error) {
       if (isRuntimeError(error, 'Canceled', 'DeadlineExceeded') && !ctx.signal.aborted) {
-        throw runtimeError('DeadlineExceeded', `pod ${podName} was still there ${this.options.removeWaitMs} ms after its deletion; reap removes it later`, where, error);
+        throw runtimeError(
+          'DeadlineExceeded',
+          `pod ${podName} was still there ${this.options.removeWaitMs} ms after its deletion; reap removes it later`,
+          where,
+          error,
+        );
       }
       throw error;
     } finally {
@@ -267,7 +287,8 @@ export class KubernetesRuntime implements Runtime {
     const where = { operation: 'setupContainer', subject: container.id };
     this.#live(ctx, where);
     const state = this.#state(build, where);
-    if (state.assembled) throw runtimeError('InvalidConfig', `the pod of build ${build.id} exists already: Kubernetes cannot add container ${container.id} to it`, where);
+    if (state.assembled)
+      throw runtimeError('InvalidConfig', `the pod of build ${build.id} exists already: Kubernetes cannot add container ${container.id} to it`, where);
     let name: string;
     try {
       name = state.plan.addContainer(container);
@@ -476,9 +497,14 @@ export class KubernetesRuntime implements Runtime {
       const name = pod.metadata?.name;
       if (!name) continue;
       try {
-        await this.api.call(ctx, where, (options) => this.api.core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options), {
-          retries: 2,
-        });
+        await this.api.call(
+          ctx,
+          where,
+          (options) => this.api.core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0, propagationPolicy: 'Background' }, options),
+          {
+            retries: 2,
+          },
+        );
       } catch (error) {
         if (!isRuntimeError(error, 'NotFound')) throw error;
         continue;
@@ -559,7 +585,7 @@ export class KubernetesRuntime implements Runtime {
 }
 
 /** The build's timeout in minutes from its metadata (`metadata.timeout`), when it has one. */
-export function buildTimeoutMinutes(build: Build): number | undefined {
+function buildTimeoutMinutes(build: Build): number | undefined {
   const value = (build.metadata as Record<string, unknown> | null | undefined)?.['timeout'];
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
 }

@@ -68,7 +68,14 @@ export function podObject(name: string, rv: string, fields: Record<string, unkno
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv, labels: { app: 'x' }, managedFields: [{ manager: 'kubectl', operation: 'Update' }] },
+    metadata: {
+      name,
+      namespace: 'ns',
+      uid: `uid-${name}`,
+      resourceVersion: rv,
+      labels: { app: 'x' },
+      managedFields: [{ manager: 'kubectl', operation: 'Update' }],
+    },
     spec: { containers: [{ name: 'c', image: 'busybox', env: [{ name: 'SECRET', value: 'hunter2' }] }] },
     status: { phase: 'Running' },
     ...fields,

@@ -27,7 +27,11 @@ export function startSim(options: KubeSimOptions = {}): Promise<KubeSim> {
 export async function simRuntime(sim: KubeSim, config: Partial<RuntimeConfig> = {}, options: KubernetesRuntimeOptions = {}): Promise<KubernetesRuntime> {
   const [ctx, cancel] = withTimeout(background(), 30_000);
   try {
-    return await createKubernetesRuntime(ctx, { workerId: `test-${Math.random().toString(16).slice(2, 10)}`, ...config }, { kubeconfig: sim.kubeconfig, ...TEST_OPTIONS, ...options });
+    return await createKubernetesRuntime(
+      ctx,
+      { workerId: `test-${Math.random().toString(16).slice(2, 10)}`, ...config },
+      { kubeconfig: sim.kubeconfig, ...TEST_OPTIONS, ...options },
+    );
   } finally {
     cancel();
   }

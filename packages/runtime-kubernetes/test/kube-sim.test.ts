@@ -92,10 +92,22 @@ describe('under API faults', () => {
 
 describe('pull failures', () => {
   const cases: [string, Partial<Container>, RuntimeErrorCode, RegExp, (image: string) => void][] = [
-    ['ErrImagePull (injected)', { image: 'berth/pull-fault:1' }, 'ImagePullFailed', /ErrImagePull|ImagePullBackOff/, (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'ErrImagePull', message: 'registry timeout (injected)' } } })],
+    [
+      'ErrImagePull (injected)',
+      { image: 'berth/pull-fault:1' },
+      'ImagePullFailed',
+      /ErrImagePull|ImagePullBackOff/,
+      (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'ErrImagePull', message: 'registry timeout (injected)' } } }),
+    ],
     ['a missing image (not found)', { image: 'berth/does-not-exist:1' }, 'ImageNotFound', /not found/, () => undefined],
     ['ErrImageNeverPull', { image: 'berth/does-not-exist:2', pull: 'never' }, 'ImageNotFound', /ErrImageNeverPull/, () => undefined],
-    ['CreateContainerConfigError (injected)', { image: 'berth/config-fault:1' }, 'InvalidConfig', /CreateContainerConfigError/, (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'CreateContainerConfigError', message: 'secret "token" not found' } } })],
+    [
+      'CreateContainerConfigError (injected)',
+      { image: 'berth/config-fault:1' },
+      'InvalidConfig',
+      /CreateContainerConfigError/,
+      (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'CreateContainerConfigError', message: 'secret "token" not found' } } }),
+    ],
   ];
   it.each(cases)('%s fails the step after the grace with %s and the kubelet message', async (_name, fields, code, message, inject) => {
     const runtime = await runtimeFor({}, { pullGraceMs: 1_000 });
@@ -127,7 +139,9 @@ describe('pull failures', () => {
     const build = conformanceBuild();
     const step = conformanceStep(build, 'bad', 1, { image: 'berth/invalid-fault:1', script: ['true'] });
     build.steps = [step];
-    sim.faults.set({ imagePullFailures: { 'docker.io/berth/invalid-fault:1': { reason: 'InvalidImageName', message: 'couldn\'t parse image reference (injected)' } } });
+    sim.faults.set({
+      imagePullFailures: { 'docker.io/berth/invalid-fault:1': { reason: 'InvalidImageName', message: "couldn't parse image reference (injected)" } },
+    });
     const ctx = background();
     await setupBuildResources(ctx, runtime, build);
     const started = performance.now();
@@ -140,7 +154,7 @@ describe('pull failures', () => {
     await teardownBuild(ctx, runtime, build);
   });
 
-  it('reports the kubelet\'s pull events as notices of the step', async () => {
+  it("reports the kubelet's pull events as notices of the step", async () => {
     const events: RuntimeEvent[] = [];
     const runtime = await runtimeFor({ onEvent: (event) => events.push(event) }, { pullGraceMs: 800 });
     const build = conformanceBuild();
@@ -194,5 +208,4 @@ describe('pod lifecycle', () => {
     expect(performance.now() - started, 'removeBuild returned once the pod was gone').toBeLessThan(2_000);
     await expect(readPod(podNameOf(build.id))).rejects.toMatchObject({ code: 404 });
   });
-
 });

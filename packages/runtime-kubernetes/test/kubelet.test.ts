@@ -94,37 +94,56 @@ describe('a pull failure in step 2 of 3 under restartPolicy Never', () => {
   // Warning event says why. Waiting out the pull grace for a retry would wait for nothing.
   const pullGraceMs = 30_000;
   const cases: [string, string, RuntimeErrorCode, RegExp, string | undefined][] = [
-    ['a missing image', 'berth/step2-missing:1', 'ImageNotFound', /restartPolicy Never.*restart count still 0.*docker\.io\/berth\/step2-missing:1.*not found/, undefined],
-    ['an injected ErrImagePull', 'berth/step2-fault:1', 'ImagePullFailed', /restartPolicy Never.*restart count still 0.*registry unreachable \(injected\)/, 'docker.io/berth/step2-fault:1'],
+    [
+      'a missing image',
+      'berth/step2-missing:1',
+      'ImageNotFound',
+      /restartPolicy Never.*restart count still 0.*docker\.io\/berth\/step2-missing:1.*not found/,
+      undefined,
+    ],
+    [
+      'an injected ErrImagePull',
+      'berth/step2-fault:1',
+      'ImagePullFailed',
+      /restartPolicy Never.*restart count still 0.*registry unreachable \(injected\)/,
+      'docker.io/berth/step2-fault:1',
+    ],
   ];
-  it.each(cases)('%s fails step 2 before the pull grace, with the kubelet\'s message; step 3 is never started', async (_name, image, code, message, fault) => {
-    if (fault !== undefined) sim.faults.set({ imagePullFailures: { [fault]: { reason: 'ErrImagePull', message: 'registry unreachable (injected)' } } });
-    const runtime = await runtimeFor({}, { pullGraceMs });
-    const { build, steps } = buildOf(3, (i) => [`echo step-${i + 1}`]);
-    steps[1] = conformanceStep(build, 's1', 2, { image, script: ['echo never'] });
-    build.steps = steps;
-    const ctx = background();
-    await setupBuildResources(ctx, runtime, build);
-    await runtime.runContainer(ctx, steps[0]!, build);
-    expect(await runtime.waitContainer(ctx, steps[0]!)).toMatchObject({ exitCode: 0 });
-    const started = performance.now();
-    const [run, wait] = await Promise.allSettled([runtime.runContainer(ctx, steps[1], build), runtime.waitContainer(ctx, steps[1])]);
-    const elapsed = performance.now() - started;
-    for (const outcome of [run, wait]) {
-      const reason = outcome.status === 'rejected' ? (outcome.reason as Error) : undefined;
-      expect(isRuntimeError(reason, code), String(reason)).toBe(true);
-      expect(reason?.message).toMatch(message);
-    }
-    console.log(`step 2 failed ${Math.round(elapsed)} ms after runContainer (pull grace ${pullGraceMs} ms)`);
-    expect(elapsed, 'no wait for a retry that never comes').toBeLessThan(pullGraceMs);
-    // Step 3's container is still the pause container: nothing of it ran.
-    const pod = await runtime.api.core.readNamespacedPod({ name: podNameOf(build.id), namespace: 'default' }, runtime.api.requestOptions(new AbortController().signal));
-    const third = containerNameOf(steps[2]!.id);
-    expect(pod.spec?.containers.find((c) => c.name === third)?.image, 'step 3 still has the pause image').toBe(PAUSE);
-    expect(pod.status?.containerStatuses?.find((c) => c.name === third)?.restartCount, 'step 3 never restarted').toBe(0);
-    await teardownBuild(ctx, runtime, build);
-    expect(await podNames(), 'no pod left').not.toContain(podNameOf(build.id));
-  }, 120_000);
+  it.each(cases)(
+    "%s fails step 2 before the pull grace, with the kubelet's message; step 3 is never started",
+    async (_name, image, code, message, fault) => {
+      if (fault !== undefined) sim.faults.set({ imagePullFailures: { [fault]: { reason: 'ErrImagePull', message: 'registry unreachable (injected)' } } });
+      const runtime = await runtimeFor({}, { pullGraceMs });
+      const { build, steps } = buildOf(3, (i) => [`echo step-${i + 1}`]);
+      steps[1] = conformanceStep(build, 's1', 2, { image, script: ['echo never'] });
+      build.steps = steps;
+      const ctx = background();
+      await setupBuildResources(ctx, runtime, build);
+      await runtime.runContainer(ctx, steps[0]!, build);
+      expect(await runtime.waitContainer(ctx, steps[0]!)).toMatchObject({ exitCode: 0 });
+      const started = performance.now();
+      const [run, wait] = await Promise.allSettled([runtime.runContainer(ctx, steps[1], build), runtime.waitContainer(ctx, steps[1])]);
+      const elapsed = performance.now() - started;
+      for (const outcome of [run, wait]) {
+        const reason = outcome.status === 'rejected' ? (outcome.reason as Error) : undefined;
+        expect(isRuntimeError(reason, code), String(reason)).toBe(true);
+        expect(reason?.message).toMatch(message);
+      }
+      console.log(`step 2 failed ${Math.round(elapsed)} ms after runContainer (pull grace ${pullGraceMs} ms)`);
+      expect(elapsed, 'no wait for a retry that never comes').toBeLessThan(pullGraceMs);
+      // Step 3's container is still the pause container: nothing of it ran.
+      const pod = await runtime.api.core.readNamespacedPod(
+        { name: podNameOf(build.id), namespace: 'default' },
+        runtime.api.requestOptions(new AbortController().signal),
+      );
+      const third = containerNameOf(steps[2]!.id);
+      expect(pod.spec?.containers.find((c) => c.name === third)?.image, 'step 3 still has the pause image').toBe(PAUSE);
+      expect(pod.status?.containerStatuses?.find((c) => c.name === third)?.restartCount, 'step 3 never restarted').toBe(0);
+      await teardownBuild(ctx, runtime, build);
+      expect(await podNames(), 'no pod left').not.toContain(podNameOf(build.id));
+    },
+    120_000,
+  );
 });
 
 describe('removeBuild', () => {
@@ -152,7 +171,7 @@ describe('removeBuild', () => {
 });
 
 describe('the events informer in a shared namespace', () => {
-  it('keeps no event of 1,000 foreign pods in memory, and still routes its own pod\'s events', async () => {
+  it("keeps no event of 1,000 foreign pods in memory, and still routes its own pod's events", async () => {
     const events: string[] = [];
     const runtime = await runtimeFor({ onEvent: (event) => events.push(event.type === 'notice' ? event.message : '') });
     const { build, steps } = buildOf(1, () => ['true']);
@@ -164,17 +183,20 @@ describe('the events informer in a shared namespace', () => {
     const before = runtime.podTracker.stats();
     const foreignPods = 1_000;
     const post = (podName: string, i: number, message: string) =>
-      core.createNamespacedEvent({
-        namespace: 'default',
-        body: {
-          metadata: { name: `${podName}.${i}`, namespace: 'default' },
-          involvedObject: { kind: 'Pod', name: podName, namespace: 'default' },
-          reason: 'Pulled',
-          message,
-          type: 'Normal',
-          source: { component: 'kubelet' },
+      core.createNamespacedEvent(
+        {
+          namespace: 'default',
+          body: {
+            metadata: { name: `${podName}.${i}`, namespace: 'default' },
+            involvedObject: { kind: 'Pod', name: podName, namespace: 'default' },
+            reason: 'Pulled',
+            message,
+            type: 'Normal',
+            source: { component: 'kubelet' },
+          },
         },
-      }, options);
+        options,
+      );
     const posting = performance.now();
     for (let batch = 0; batch < foreignPods; batch += 50) {
       await Promise.all(Array.from({ length: 50 }, (_, k) => post(`foreign-${batch + k}`, 0, 'Container image "x" already present on machine')));
@@ -186,11 +208,13 @@ describe('the events informer in a shared namespace', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const after = runtime.podTracker.stats();
-    console.log(`events informer: ${after.events - before.events} events watched, objects cached ${before.cached} before, ${after.cached} after (pods informer included)`);
+    console.log(
+      `events informer: ${after.events - before.events} events watched, objects cached ${before.cached} before, ${after.cached} after (pods informer included)`,
+    );
     expect(after.events - before.events, 'the watch saw every event').toBeGreaterThanOrEqual(foreignPods + 1);
     // What stays cached is the pods informer's own pod at most, whatever the number of foreign events.
     expect(after.cached, 'no event cached').toBeLessThanOrEqual(1);
-    expect(events, 'the tracked pod\'s event still arrives').toContain('tracked pod event');
+    expect(events, "the tracked pod's event still arrives").toContain('tracked pod event');
     await teardownBuild(ctx, runtime, build);
     void steps;
   }, 120_000);

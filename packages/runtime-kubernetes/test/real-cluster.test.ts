@@ -13,10 +13,14 @@ it.skipIf(!enabled)(
   async () => {
     const [ctx, cancel] = withTimeout(background(), 240_000);
     const workerId = `berth-real-${Date.now().toString(36)}`;
-    const runtime = await createKubernetesRuntime(ctx, { workerId }, {
-      ...(process.env.BERTH_KUBE_NAMESPACE ? { namespace: process.env.BERTH_KUBE_NAMESPACE } : {}),
-      ...(process.env.BERTH_KUBE_PAUSE_IMAGE ? { pauseImage: process.env.BERTH_KUBE_PAUSE_IMAGE } : {}),
-    });
+    const runtime = await createKubernetesRuntime(
+      ctx,
+      { workerId },
+      {
+        ...(process.env.BERTH_KUBE_NAMESPACE ? { namespace: process.env.BERTH_KUBE_NAMESPACE } : {}),
+        ...(process.env.BERTH_KUBE_PAUSE_IMAGE ? { pauseImage: process.env.BERTH_KUBE_PAUSE_IMAGE } : {}),
+      },
+    );
     try {
       const image = process.env.BERTH_KUBE_REAL_IMAGE ?? 'busybox:1.36';
       const build = conformanceBuild();

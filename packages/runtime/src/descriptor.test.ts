@@ -16,7 +16,9 @@ describe('defineRuntime', () => {
     const warn = vi.fn();
     defineRuntime({ name: 'old-plugin', version: '3.2.1', contract: '0.9.0', create }, warn);
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(warn.mock.calls[0]?.[0]).toMatch(/runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/);
+    expect(warn.mock.calls[0]?.[0]).toMatch(
+      /runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/,
+    );
   });
 
   it('warns through process.emitWarning with a code by default', () => {
@@ -31,7 +33,9 @@ describe('defineRuntime', () => {
 
   it('contractMismatch accepts the same major and explains any other', () => {
     expect(contractMismatch({ name: 'x', version: '1.0.0', contract: `${CONTRACT_VERSION.split('.')[0]}.99.0` })).toBeUndefined();
-    expect(contractMismatch({ name: 'x', version: '1.0.0', contract: '99.0.0' })).toMatch(/"x" 1\.0\.0 was written for Runtime contract 99\.0\.0.*or a Berth whose contract is 99\.x/);
+    expect(contractMismatch({ name: 'x', version: '1.0.0', contract: '99.0.0' })).toMatch(
+      /"x" 1\.0\.0 was written for Runtime contract 99\.0\.0.*or a Berth whose contract is 99\.x/,
+    );
     expect(contractMismatch({ name: 'x', version: '1.0.0', contract: 'latest' })).toMatch(/declares contract "latest", which is not a version/);
   });
 

@@ -69,7 +69,10 @@ export function contractMismatch(descriptor: Pick<RuntimeDescriptor, 'name' | 'v
   const pluginMajor = majorOf(String(descriptor.contract));
   const ourMajor = majorOf(CONTRACT_VERSION);
   if (pluginMajor === ourMajor) return undefined;
-  const declared = pluginMajor === undefined ? `declares contract ${JSON.stringify(descriptor.contract)}, which is not a version` : `was written for Runtime contract ${descriptor.contract}`;
+  const declared =
+    pluginMajor === undefined
+      ? `declares contract ${JSON.stringify(descriptor.contract)}, which is not a version`
+      : `was written for Runtime contract ${descriptor.contract}`;
   return (
     `runtime plugin "${descriptor.name}" ${descriptor.version} ${declared}, but the installed @berth/runtime defines contract ${CONTRACT_VERSION}. ` +
     `Use a release of the plugin made for contract ${ourMajor}.x, or a Berth whose contract is ${pluginMajor ?? '?'}.x`

@@ -4,7 +4,12 @@ import { isRuntimeError, RuntimeError } from './errors.ts';
 describe('RuntimeError', () => {
   it('names runtime, operation and subject in its message and keeps the cause', () => {
     const cause = new Error('connect ENOENT /var/run/docker.sock');
-    const error = new RuntimeError('Unavailable', 'the Docker engine does not answer', { runtime: 'docker', operation: 'runContainer', subject: 'step_a_b_1_test', cause });
+    const error = new RuntimeError('Unavailable', 'the Docker engine does not answer', {
+      runtime: 'docker',
+      operation: 'runContainer',
+      subject: 'step_a_b_1_test',
+      cause,
+    });
     expect(error.message).toBe('[docker] runContainer step_a_b_1_test: the Docker engine does not answer');
     expect(error.detail).toBe('the Docker engine does not answer');
     expect(error.cause).toBe(cause);

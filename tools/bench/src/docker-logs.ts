@@ -48,7 +48,15 @@ async function viaCli(name: string): Promise<number> {
 }
 
 /** Runs the benchmark and returns its figures. */
-export async function benchDockerLogs(): Promise<{ bytes: number; runtimeMs: number[]; cliMs: number[]; ratio: number; baselineRssMb: number; peakRssMb: number; maxRssMb: number }> {
+export async function benchDockerLogs(): Promise<{
+  bytes: number;
+  runtimeMs: number[];
+  cliMs: number[];
+  ratio: number;
+  baselineRssMb: number;
+  peakRssMb: number;
+  maxRssMb: number;
+}> {
   const ctx = background();
   // What the process holds before reading: Node, its TypeScript stripping, dockerode, zod…
   const baselineRss = process.memoryUsage.rss();
@@ -74,7 +82,15 @@ export async function benchDockerLogs(): Promise<{ bytes: number; runtimeMs: num
       cliMs.push(await viaCli(step.id));
     }
     const ratio = Math.round((median(cliMs) / median(runtimeMs)) * 1000) / 1000;
-    return { bytes: BYTES, runtimeMs, cliMs, ratio, baselineRssMb: Math.round(baselineRss / MB), peakRssMb: Math.round(peakRss / MB), maxRssMb: Math.round((process.resourceUsage().maxRSS * 1024) / MB) };
+    return {
+      bytes: BYTES,
+      runtimeMs,
+      cliMs,
+      ratio,
+      baselineRssMb: Math.round(baselineRss / MB),
+      peakRssMb: Math.round(peakRss / MB),
+      maxRssMb: Math.round((process.resourceUsage().maxRSS * 1024) / MB),
+    };
   } finally {
     await runtime.removeBuild(ctx, build);
     await runtime.close();
@@ -83,11 +99,13 @@ export async function benchDockerLogs(): Promise<{ bytes: number; runtimeMs: num
 
 if (import.meta.main) {
   const result = await benchDockerLogs();
-  const mibPerSecond = (ms: number): string => ((result.bytes / (1024 * 1024)) / (ms / 1000)).toFixed(1);
+  const mibPerSecond = (ms: number): string => (result.bytes / (1024 * 1024) / (ms / 1000)).toFixed(1);
   console.log(`docker logs: ${result.bytes} bytes (1 KiB lines) read after the container exited, ${result.runtimeMs.length} rounds`);
   console.log(`  docker logs > /dev/null: ${result.cliMs.map((ms) => `${ms} ms`).join(', ')}  median ${mibPerSecond(median(result.cliMs))} MiB/s`);
   console.log(`  tailContainer:           ${result.runtimeMs.map((ms) => `${ms} ms`).join(', ')}  median ${mibPerSecond(median(result.runtimeMs))} MiB/s`);
   console.log(`  throughput ratio runtime / CLI: ${result.ratio} (target ≥ 0.8) ${result.ratio >= 0.8 ? 'OK' : 'MISSED'}`);
-  console.log(`  peak RSS while reading: ${result.peakRssMb} MB sampled, ${result.maxRssMb} MB process maximum (target ≤ 200 MB) ${result.maxRssMb <= 200 ? 'OK' : 'MISSED'}`);
+  console.log(
+    `  peak RSS while reading: ${result.peakRssMb} MB sampled, ${result.maxRssMb} MB process maximum (target ≤ 200 MB) ${result.maxRssMb <= 200 ? 'OK' : 'MISSED'}`,
+  );
   console.log(`  (the process held ${result.baselineRssMb} MB before reading: reading added ${result.peakRssMb - result.baselineRssMb} MB)`);
 }

@@ -22,7 +22,8 @@ const image = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
 function makeBuild(n: number) {
   const kind = n % 5;
-  const step = (name: string, commands: string[]) => emptyContainer({ name, image, pull: 'not_present', commands, secrets: [{ source: 'token', target: 'TOKEN' }] });
+  const step = (name: string, commands: string[]) =>
+    emptyContainer({ name, image, pull: 'not_present', commands, secrets: [{ source: 'token', target: 'TOKEN' }] });
   return prepareBuild(
     emptyBuild({
       secrets: [{ name: 'token', value: `token-${n}-value`, key: '', engine: 'native', type: 'repo', origin: null, pull: 'build_start' }],
@@ -90,6 +91,10 @@ const figures = {
 };
 console.log(`executor builds: ${JSON.stringify(figures)}`);
 console.log(
-  `executor builds: ${BUILDS} builds (${Object.entries(statuses).map(([s, c]) => `${c} ${s}`).join(', ')}), ${figures.msPerBuild} ms each; extra active resources: ${extra.length === 0 ? 'none' : extra.join(', ')} (target: none); heap growth ${figures.heapGrowthMb} MB after GC (target < 5)`,
+  `executor builds: ${BUILDS} builds (${Object.entries(statuses)
+    .map(([s, c]) => `${c} ${s}`)
+    .join(
+      ', ',
+    )}), ${figures.msPerBuild} ms each; extra active resources: ${extra.length === 0 ? 'none' : extra.join(', ')} (target: none); heap growth ${figures.heapGrowthMb} MB after GC (target < 5)`,
 );
 await runtime.close();

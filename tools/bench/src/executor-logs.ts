@@ -60,7 +60,15 @@ async function viaCli(name: string): Promise<number> {
 
 const ctx = background();
 const runtime = await dockerRuntime().create(ctx, { workerId: `bench-${suffix()}` });
-const secrets = Array.from({ length: 10 }, (_, i) => ({ name: `secret${i}`, value: `bench-secret-${i}-${suffix()}${'x'.repeat(i * 4)}`, key: '', engine: 'native', type: 'repo', origin: null, pull: 'build_start' }));
+const secrets = Array.from({ length: 10 }, (_, i) => ({
+  name: `secret${i}`,
+  value: `bench-secret-${i}-${suffix()}${'x'.repeat(i * 4)}`,
+  key: '',
+  engine: 'native',
+  type: 'repo',
+  origin: null,
+  pull: 'build_start',
+}));
 const line = 'x'.repeat(1023);
 const build = prepareBuild(
   emptyBuild({

@@ -70,7 +70,9 @@ console.log('\nKubernetes runtime: API requests per build and watches, by tracke
 console.log('| mode | B | S | requests / build | pod GET+LIST / build | watches opened | max watches open | seconds |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const c of cells) {
-  console.log(`| ${c.mode} | ${c.builds} | ${c.steps} | ${c.requestsPerBuild.toFixed(1)} | ${c.podGetListPerBuild.toFixed(1)} | ${c.watchesOpened} | ${c.maxOpenWatches} | ${c.seconds.toFixed(1)} |`);
+  console.log(
+    `| ${c.mode} | ${c.builds} | ${c.steps} | ${c.requestsPerBuild.toFixed(1)} | ${c.podGetListPerBuild.toFixed(1)} | ${c.watchesOpened} | ${c.maxOpenWatches} | ${c.seconds.toFixed(1)} |`,
+  );
 }
 console.log('\nratios of requests per build against the worker mode (higher = the worker mode saves more):\n');
 console.log('| B | S | build / worker | container / worker | max watches: worker, build, container |');
@@ -92,7 +94,8 @@ if (reconnects.length > 0) {
 if (skipped.length > 0) console.log(`\nnot run (B×S > ${MAX_STEPS}; BENCH_FULL=1 runs them): ${skipped.join(', ')}`);
 const workerCells = cells.filter((c) => c.mode === 'worker');
 const target = workerCells.length > 0 && workerCells.every((c) => c.maxOpenWatches <= 2 && c.podGetListPerBuild === 0);
-if (workerCells.length > 0) console.log(`\ntarget (worker mode: at most 1 pods watch + 1 events watch open, no per-step pod GET or LIST): ${target ? 'met' : 'NOT met'}`);
+if (workerCells.length > 0)
+  console.log(`\ntarget (worker mode: at most 1 pods watch + 1 events watch open, no per-step pod GET or LIST): ${target ? 'met' : 'NOT met'}`);
 
 function ratio(a: number | undefined, b: number): string {
   return a === undefined ? '-' : `${(a / b).toFixed(2)}x`;
@@ -100,7 +103,11 @@ function ratio(a: number | undefined, b: number): string {
 
 async function measure(mode: TrackerStrategy, builds: number, steps: number): Promise<Cell> {
   const [ctx, cancel] = withTimeout(background(), 3_600_000);
-  const runtime = await createKubernetesRuntime(ctx, { workerId: `bench-${mode}-${builds}-${steps}` }, { kubeconfig: sim.kubeconfig, pauseImage: PAUSE, trackerStrategy: mode, pendingTimeoutMs: 1_800_000 });
+  const runtime = await createKubernetesRuntime(
+    ctx,
+    { workerId: `bench-${mode}-${builds}-${steps}` },
+    { kubeconfig: sim.kubeconfig, pauseImage: PAUSE, trackerStrategy: mode, pendingTimeoutMs: 1_800_000 },
+  );
   try {
     sim.counters.reset();
     const started = performance.now();
@@ -130,7 +137,9 @@ async function measure(mode: TrackerStrategy, builds: number, steps: number): Pr
       maxOpenWatches: snapshot.watches.maxOpen,
       seconds,
     };
-    console.error(`[kubernetes-tracking] ${mode} B=${builds} S=${steps}: ${cell.requestsPerBuild.toFixed(1)} requests/build, max ${cell.maxOpenWatches} watches, ${seconds.toFixed(1)} s`);
+    console.error(
+      `[kubernetes-tracking] ${mode} B=${builds} S=${steps}: ${cell.requestsPerBuild.toFixed(1)} requests/build, max ${cell.maxOpenWatches} watches, ${seconds.toFixed(1)} s`,
+    );
     return cell;
   } finally {
     await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
@@ -142,11 +151,15 @@ async function measure(mode: TrackerStrategy, builds: number, steps: number): Pr
 /** Watch reconnects of an idle worker-mode runtime over IDLE_SECONDS, scaled to one hour. */
 async function idle(setting: string, inactivityMs: number | undefined): Promise<{ setting: string; seconds: number; watchesOpened: number; perHour: number }> {
   const [ctx, cancel] = withTimeout(background(), 60_000);
-  const runtime = await createKubernetesRuntime(ctx, { workerId: `bench-idle-${inactivityMs ?? 'default'}` }, {
-    kubeconfig: sim.kubeconfig,
-    pauseImage: PAUSE,
-    ...(inactivityMs === undefined ? {} : { watchInactivityTimeoutMs: inactivityMs }),
-  });
+  const runtime = await createKubernetesRuntime(
+    ctx,
+    { workerId: `bench-idle-${inactivityMs ?? 'default'}` },
+    {
+      kubeconfig: sim.kubeconfig,
+      pauseImage: PAUSE,
+      ...(inactivityMs === undefined ? {} : { watchInactivityTimeoutMs: inactivityMs }),
+    },
+  );
   cancel();
   try {
     // The first list and watch of each informer happen in create(); let the watches open, then count.

@@ -47,7 +47,11 @@ function row(label: string, command: string, args: readonly string[]): Sample {
 /** Milliseconds from spawning `berth exec` to its first line of output. */
 async function firstLine(file: string): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [BERTH, 'exec', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BERTH_BUILD_NUMBER: `${process.pid}${Date.now() % 100000}` } });
+  const child = spawn(process.execPath, [BERTH, 'exec', file], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, BERTH_BUILD_NUMBER: `${process.pid}${Date.now() % 100000}` },
+  });
   const ms = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', () => resolve(performance.now() - started));
     child.once('exit', (code) => reject(new Error(`berth exec exited ${code} before printing`)));

@@ -119,7 +119,13 @@ export function checkWorkspace(root: string, packages: WorkspacePackage[] = read
           if (specifier.startsWith('.')) {
             const target = path.resolve(path.dirname(file), specifier);
             if (!target.startsWith(pkgDir + path.sep) && !isRootConfig(root, target)) {
-              violations.push({ file: rel, line, specifier, rule: 'undeclared', message: `reaches outside ${pkg.dir} by a relative path: import the package by its name instead` });
+              violations.push({
+                file: rel,
+                line,
+                specifier,
+                rule: 'undeclared',
+                message: `reaches outside ${pkg.dir} by a relative path: import the package by its name instead`,
+              });
             }
           }
           continue;
@@ -130,7 +136,13 @@ export function checkWorkspace(root: string, packages: WorkspacePackage[] = read
         if (!declared && !devDeclared) {
           violations.push({ file: rel, line, specifier, rule: 'undeclared', message: `imports ${target}, which ${pkg.name}'s package.json does not declare` });
         } else if (!declared && !inTest) {
-          violations.push({ file: rel, line, specifier, rule: 'dev-only', message: `shipped code imports ${target}, which is only a devDependency of ${pkg.name}` });
+          violations.push({
+            file: rel,
+            line,
+            specifier,
+            rule: 'dev-only',
+            message: `shipped code imports ${target}, which is only a devDependency of ${pkg.name}`,
+          });
         }
         const to = byName.get(target);
         if (to) {

@@ -59,11 +59,7 @@ const TESTS_EXTRA: Record<Role, readonly Role[]> = {
 };
 
 /** Why `from` may not import `to`, or undefined when it may. */
-export function layeringViolation(
-  from: { name: string; role: Role },
-  to: { name: string; role: Role },
-  inTest: boolean,
-): string | undefined {
+export function layeringViolation(from: { name: string; role: Role }, to: { name: string; role: Role }, inTest: boolean): string | undefined {
   if (from.name === to.name) return undefined;
   if (to.role === 'app') return `nothing may import an app (${to.name}): move the shared code into a package`;
   const allowed = inTest ? [...SHIPPED[from.role], ...TESTS_EXTRA[from.role]] : SHIPPED[from.role];

@@ -26,7 +26,10 @@ function workspace(packages: FakePackage[]): string {
     const dir = path.join(root, p.dir);
     mkdirSync(dir, { recursive: true });
     const toRecord = (names: string[] = []) => Object.fromEntries(names.map((n) => [n, 'workspace:^']));
-    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: p.name, dependencies: toRecord(p.deps), peerDependencies: toRecord(p.peers), devDependencies: toRecord(p.dev) }));
+    writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: p.name, dependencies: toRecord(p.deps), peerDependencies: toRecord(p.peers), devDependencies: toRecord(p.dev) }),
+    );
     for (const [file, text] of Object.entries(p.files)) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
       writeFileSync(path.join(dir, file), text);
@@ -37,7 +40,13 @@ function workspace(packages: FakePackage[]): string {
 
 const base: FakePackage[] = [
   { dir: 'packages/context', name: '@berth/context', files: { 'src/index.ts': 'export const x = 1;\n' } },
-  { dir: 'packages/runtime', name: '@berth/runtime', peers: ['@berth/context'], dev: ['@berth/context'], files: { 'src/index.ts': "import { x } from '@berth/context';\nexport const y = x;\n" } },
+  {
+    dir: 'packages/runtime',
+    name: '@berth/runtime',
+    peers: ['@berth/context'],
+    dev: ['@berth/context'],
+    files: { 'src/index.ts': "import { x } from '@berth/context';\nexport const y = x;\n" },
+  },
 ];
 
 describe('checkWorkspace', () => {
@@ -49,21 +58,43 @@ describe('checkWorkspace', () => {
     const root = workspace([
       ...base,
       { dir: 'packages/runtime-host', name: '@berth/runtime-host', deps: ['@berth/runtime'], files: { 'src/index.ts': "import '@berth/runtime';\n" } },
-      { dir: 'packages/runtime-ok', name: '@berth/runtime-ok', peers: ['@berth/runtime'], dev: ['@berth/runtime'], files: { 'src/index.ts': "import '@berth/runtime';\n" } },
+      {
+        dir: 'packages/runtime-ok',
+        name: '@berth/runtime-ok',
+        peers: ['@berth/runtime'],
+        dev: ['@berth/runtime'],
+        files: { 'src/index.ts': "import '@berth/runtime';\n" },
+      },
     ]);
     expect(checkWorkspace(root)).toEqual([
-      expect.objectContaining({ file: 'packages/runtime-host/package.json', rule: 'peer', specifier: '@berth/runtime', message: expect.stringContaining('takes it as a peerDependency') as string }),
+      expect.objectContaining({
+        file: 'packages/runtime-host/package.json',
+        rule: 'peer',
+        specifier: '@berth/runtime',
+        message: expect.stringContaining('takes it as a peerDependency') as string,
+      }),
     ]);
   });
 
   it('reports a plugin importing another plugin, with file and line', () => {
     const root = workspace([
       ...base,
-      { dir: 'packages/runtime-a', name: '@berth/runtime-a', peers: ['@berth/runtime'], deps: ['@berth/runtime-b'], files: { 'src/index.ts': "import '@berth/runtime';\n\nimport { b } from '@berth/runtime-b';\nexport { b };\n" } },
+      {
+        dir: 'packages/runtime-a',
+        name: '@berth/runtime-a',
+        peers: ['@berth/runtime'],
+        deps: ['@berth/runtime-b'],
+        files: { 'src/index.ts': "import '@berth/runtime';\n\nimport { b } from '@berth/runtime-b';\nexport { b };\n" },
+      },
       { dir: 'packages/runtime-b', name: '@berth/runtime-b', files: { 'src/index.ts': 'export const b = 1;\n' } },
     ]);
     expect(checkWorkspace(root)).toEqual([
-      expect.objectContaining({ file: 'packages/runtime-a/src/index.ts', line: 3, rule: 'layering', message: expect.stringContaining('never imports another plugin') as string }),
+      expect.objectContaining({
+        file: 'packages/runtime-a/src/index.ts',
+        line: 3,
+        rule: 'layering',
+        message: expect.stringContaining('never imports another plugin') as string,
+      }),
     ]);
   });
 
@@ -96,7 +127,9 @@ describe('checkWorkspace', () => {
       { dir: 'apps/worker', name: '@berth/worker', files: { 'src/index.ts': 'export const w = 1;\n' } },
       { dir: 'tools/bench', name: '@berth/bench', deps: ['@berth/worker'], files: { 'src/index.ts': "export * from '@berth/worker';\n" } },
     ]);
-    expect(checkWorkspace(root)).toEqual([expect.objectContaining({ rule: 'layering', message: expect.stringContaining('nothing may import an app') as string })]);
+    expect(checkWorkspace(root)).toEqual([
+      expect.objectContaining({ rule: 'layering', message: expect.stringContaining('nothing may import an app') as string }),
+    ]);
   });
 
   it('reports an import of a package the manifest does not declare, and a relative path out of the package', () => {
@@ -116,7 +149,12 @@ describe('checkWorkspace', () => {
 
   it('reports a lower layer importing a higher one (context importing the contract)', () => {
     const root = workspace([
-      { dir: 'packages/context', name: '@berth/context', deps: ['@berth/runtime'], files: { 'src/index.ts': "import type { R } from '@berth/runtime';\nexport type X = R;\n" } },
+      {
+        dir: 'packages/context',
+        name: '@berth/context',
+        deps: ['@berth/runtime'],
+        files: { 'src/index.ts': "import type { R } from '@berth/runtime';\nexport type X = R;\n" },
+      },
       { dir: 'packages/runtime', name: '@berth/runtime', files: { 'src/index.ts': 'export type R = 1;\n' } },
     ]);
     expect(checkWorkspace(root)).toEqual([expect.objectContaining({ rule: 'layering', specifier: '@berth/runtime' })]);
@@ -131,7 +169,7 @@ describe('importsOf', () => {
       "const c = await import('c');",
       "export * from 'd';",
       "// import nope from 'commented';",
-      "const s = \"import x from 'in-a-string'\";",
+      'const s = "import x from \'in-a-string\'";',
     ].join('\n');
     expect(importsOf(text).map((i) => i.specifier)).toEqual(['a', 'b', 'c', 'd']);
   });

@@ -24,7 +24,9 @@ const { values } = parseArgs({
 const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'immediateStatus', 'specImageNames', 'noEventSpamFilter'] as const;
 
 if (values.help) {
-  console.log('usage: kube-sim [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N] [--pull-backoff-ms N] [--relist-ms N] [--lenient knob,knob]');
+  console.log(
+    'usage: kube-sim [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N] [--pull-backoff-ms N] [--relist-ms N] [--lenient knob,knob]',
+  );
   console.log(`lenient knobs (off by default; a real kubelet has none of them): ${lenientKnobs.join(', ')}`);
   console.log('A Kubernetes API TEST DOUBLE whose pods run in Docker. Prints the kubeconfig path; Ctrl-C prints the counters and cleans up.');
   process.exit(0);
@@ -32,7 +34,10 @@ if (values.help) {
 
 const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 const lenient: LenientOptions = {};
-for (const knob of (values.lenient ?? '').split(',').map((k) => k.trim()).filter(Boolean)) {
+for (const knob of (values.lenient ?? '')
+  .split(',')
+  .map((k) => k.trim())
+  .filter(Boolean)) {
   if (!(lenientKnobs as readonly string[]).includes(knob)) {
     console.error(`kube-sim: unknown lenient knob "${knob}"; known: ${lenientKnobs.join(', ')}`);
     process.exit(2);

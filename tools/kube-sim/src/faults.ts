@@ -11,7 +11,7 @@ export interface ImagePullFault {
 }
 
 /** Requests that RBAC denies (403 Forbidden); an absent field matches anything. */
-export interface ForbiddenRule {
+interface ForbiddenRule {
   verbs?: Verb[];
   /** e.g. `pods`, `pods/log`, `events`. */
   resources?: string[];
@@ -97,7 +97,10 @@ export class Faults {
   /** True when a forbidden rule matches this request. */
   isForbidden(verb: Verb, resource: string, namespace: string | undefined): boolean {
     return this.#settings.forbidden.some(
-      (r) => (!r.verbs || r.verbs.includes(verb)) && (!r.resources || r.resources.includes(resource)) && (!r.namespaces || (namespace !== undefined && r.namespaces.includes(namespace))),
+      (r) =>
+        (!r.verbs || r.verbs.includes(verb)) &&
+        (!r.resources || r.resources.includes(resource)) &&
+        (!r.namespaces || (namespace !== undefined && r.namespaces.includes(namespace))),
     );
   }
 

@@ -22,7 +22,7 @@ export interface LogDeps {
 }
 
 /** Normalises a Docker timestamp to RFC3339 with exactly nine fractional digits (the kubelet's format). */
-export function fixedNano(ts: string): string {
+function fixedNano(ts: string): string {
   const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
   if (!m) return ts;
   return `${m[1]}.${(m[2] ?? '').padEnd(9, '0').slice(0, 9)}Z`;
@@ -33,7 +33,7 @@ function fromDate(date: Date): string {
 }
 
 /** Splits Docker's multiplexed (non-TTY) log stream into frames. */
-export class FrameParser {
+class FrameParser {
   #buffer: Buffer = Buffer.alloc(0);
 
   /** Adds bytes; returns the complete frames' payloads. */
@@ -69,7 +69,8 @@ export async function serveLog(deps: LogDeps, pod: Pod, url: URL, res: ServerRes
   const limitBytes = queryInt('limitBytes', q.get('limitBytes'));
   const sinceSeconds = queryInt('sinceSeconds', q.get('sinceSeconds'));
   const sinceTimeRaw = q.get('sinceTime');
-  if (sinceSeconds !== undefined && sinceTimeRaw) throw badRequest('PodLogOptions "" is invalid: sinceSeconds: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified');
+  if (sinceSeconds !== undefined && sinceTimeRaw)
+    throw badRequest('PodLogOptions "" is invalid: sinceSeconds: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified');
   if (sinceSeconds !== undefined && sinceSeconds < 1) throw badRequest('PodLogOptions "" is invalid: sinceSeconds: Invalid value: must be greater than 0');
   if (tailLines !== undefined && tailLines < 0) throw badRequest('PodLogOptions "" is invalid: tailLines: Invalid value: must be greater than or equal to 0');
   if (limitBytes !== undefined && limitBytes < 1) throw badRequest('PodLogOptions "" is invalid: limitBytes: Invalid value: must be greater than 0');

@@ -8,11 +8,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
 /** Content types kube-sim accepts on PATCH. */
-export const patchContentTypes = [
-  'application/json-patch+json',
-  'application/merge-patch+json',
-  'application/strategic-merge-patch+json',
-] as const;
+const patchContentTypes = ['application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'] as const;
 
 /** Merge keys of the pod (and pod status) lists that strategic merge patch merges by key, by field name. */
 const mergeKeys: Record<string, string> = {
@@ -168,7 +164,8 @@ function removeAt(doc: Json, pointer: string): Json {
   const { parent, last } = locate(doc, decodePointer(pointer));
   if (Array.isArray(parent)) {
     const i = Number(last);
-    if (!(i >= 0 && i < parent.length)) throw patchFailure(`the server rejected our request due to an error in our request: remove ${pointer}: index out of range`);
+    if (!(i >= 0 && i < parent.length))
+      throw patchFailure(`the server rejected our request due to an error in our request: remove ${pointer}: index out of range`);
     return parent.splice(i, 1)[0] as Json;
   }
   if (isObject(parent) && Object.hasOwn(parent, last)) {

@@ -5,7 +5,7 @@ import { badRequest } from './status.ts';
 import { type KubeObject } from './types.ts';
 
 /** One requirement of a label selector. */
-export interface LabelRequirement {
+interface LabelRequirement {
   key: string;
   op: 'exists' | 'notexists' | 'in' | 'notin' | 'gt' | 'lt';
   values: string[];
@@ -106,7 +106,7 @@ export function matchLabels(selector: LabelSelector, labels: Record<string, stri
 }
 
 /** One requirement of a field selector. */
-export interface FieldRequirement {
+interface FieldRequirement {
   field: string;
   op: '=' | '!=';
   value: string;
@@ -135,7 +135,7 @@ export function parseFieldSelector(raw: string | null | undefined, supported: re
 }
 
 /** Reads a dotted path such as `involvedObject.name` from an object, as a selector string. */
-export function fieldValue(obj: KubeObject, field: string): string {
+function fieldValue(obj: KubeObject, field: string): string {
   let cur: unknown = obj;
   for (const key of field.split('.')) {
     if (cur === null || typeof cur !== 'object') return '';
@@ -149,7 +149,7 @@ export function fieldValue(obj: KubeObject, field: string): string {
 }
 
 /** True when the object satisfies every field requirement. */
-export function matchFields(selector: FieldSelector, obj: KubeObject): boolean {
+function matchFields(selector: FieldSelector, obj: KubeObject): boolean {
   return selector.every((r) => (fieldValue(obj, r.field) === r.value) === (r.op === '='));
 }
 

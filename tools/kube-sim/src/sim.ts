@@ -121,7 +121,9 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   try {
     await docker.getImage(pauseImage).inspect();
   } catch (err) {
-    throw new Error(`[kube-sim] the pause image "${pauseImage}" is not present in the Docker engine (run tools/images/build.sh): ${(err as Error).message}`, { cause: err });
+    throw new Error(`[kube-sim] the pause image "${pauseImage}" is not present in the Docker engine (run tools/images/build.sh): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? (await mkdtemp(path.join(tmpdir(), 'kube-sim-')));
@@ -130,7 +132,10 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   const token = options.token ?? randomBytes(24).toString('hex');
   const instanceId = randomBytes(6).toString('hex');
 
-  const store = new Store({ ...(options.historyLimit !== undefined ? { limit: options.historyLimit } : {}), ...(options.historyWindowMs !== undefined ? { windowMs: options.historyWindowMs } : {}) });
+  const store = new Store({
+    ...(options.historyLimit !== undefined ? { limit: options.historyLimit } : {}),
+    ...(options.historyWindowMs !== undefined ? { windowMs: options.historyWindowMs } : {}),
+  });
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...(options.namespaces ?? [])]) {
     store.create('namespaces', {
       apiVersion: 'v1',

@@ -56,10 +56,15 @@ export function alreadyExists(resource: string, name: string): ApiError {
 /** 409 Conflict on a stale resourceVersion. */
 export function conflict(resource: string, name: string): ApiError {
   return new ApiError(
-    failure(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
-      name,
-      kind: resource,
-    }),
+    failure(
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      {
+        name,
+        kind: resource,
+      },
+    ),
   );
 }
 
@@ -98,7 +103,11 @@ export function methodNotAllowed(verb: string): ApiError {
 /** 415 UnsupportedMediaType. */
 export function unsupportedMediaType(contentType: string, accepted: string[]): ApiError {
   return new ApiError(
-    failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format (${contentType}) - accepted media types include: ${accepted.join(', ')}`),
+    failure(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format (${contentType}) - accepted media types include: ${accepted.join(', ')}`,
+    ),
   );
 }
 
@@ -114,18 +123,20 @@ export function tooManyRequests(retryAfterSeconds = 1): ApiError {
   });
 }
 
-/** A Status of success (e.g. for a deleted collection member). */
-export function success(details?: StatusObject['details']): StatusObject {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', message: '', reason: '', ...(details ? { details } : {}), code: 200 };
-}
-
 /**
  * 403 Forbidden as RBAC denies a request: `pods is forbidden: User "u" cannot list resource
  * "pods" in API group "" in the namespace "default"` (kubernetes/kubernetes
  * staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage,
  * ForbiddenStatusError; apimachinery errors.NewForbidden).
  */
-export function forbidden(user: string, verb: string, resource: string, subresource: string | undefined, namespace: string | undefined, name: string | undefined): ApiError {
+export function forbidden(
+  user: string,
+  verb: string,
+  resource: string,
+  subresource: string | undefined,
+  namespace: string | undefined,
+  name: string | undefined,
+): ApiError {
   const what = subresource ? `${resource}/${subresource}` : resource;
   const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
   const reason = `User "${user}" cannot ${verb} resource "${what}" in API group "" ${scope}`;

@@ -34,7 +34,7 @@ export interface HistoryWindow {
 }
 
 /** The API server's watch cache window, with kube-sim's cap of 1000 changes per resource. */
-export const defaultHistoryWindow: HistoryWindow = { limit: 1000, windowMs: 75_000, lowerBound: 100 };
+const defaultHistoryWindow: HistoryWindow = { limit: 1000, windowMs: 75_000, lowerBound: 100 };
 
 /** What a watch gets when it asks to start from a version. */
 export type ReplayResult = { expired: false; events: StoreEvent[] } | { expired: true; oldest: number };

@@ -22,8 +22,21 @@ export async function generateTls(dir: string): Promise<TlsMaterial> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   try {
     await run('openssl', [
-      'req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.crt'), '-days', '3', '-subj', '/CN=kube-sim-ca',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      p('ca.key'),
+      '-out',
+      p('ca.crt'),
+      '-days',
+      '3',
+      '-subj',
+      '/CN=kube-sim-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
     ]);
     await run('openssl', ['req', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=kube-sim']);
     await writeFile(
@@ -37,8 +50,21 @@ export async function generateTls(dir: string): Promise<TlsMaterial> {
       ].join('\n'),
     );
     await run('openssl', [
-      'x509', '-req', '-in', p('server.csr'), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial',
-      '-out', p('server.crt'), '-days', '2', '-extfile', p('server.ext'),
+      'x509',
+      '-req',
+      '-in',
+      p('server.csr'),
+      '-CA',
+      p('ca.crt'),
+      '-CAkey',
+      p('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      p('server.crt'),
+      '-days',
+      '2',
+      '-extfile',
+      p('server.ext'),
     ]);
   } catch (err) {
     throw new Error(`[kube-sim] could not generate TLS certificates with openssl: ${(err as Error).message}`, { cause: err });

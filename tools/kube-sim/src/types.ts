@@ -2,7 +2,7 @@
 // stored as the JSON the client sent (plus defaults), so unknown fields survive round trips.
 
 /** Object metadata as kube-sim stores it. */
-export interface ObjectMeta {
+interface ObjectMeta {
   name?: string;
   generateName?: string;
   namespace?: string;
@@ -40,7 +40,7 @@ export interface ContainerSpec {
 }
 
 /** The parts of a pod spec the node agent honours. */
-export interface PodSpec {
+interface PodSpec {
   containers: ContainerSpec[];
   initContainers?: ContainerSpec[];
   restartPolicy?: string;

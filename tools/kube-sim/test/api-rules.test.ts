@@ -20,11 +20,18 @@ afterAll(async () => {
 
 const pods = '/api/v1/namespaces/default/pods';
 const currentVersion = async (): Promise<number> => Number((await call(sim, 'GET', pods)).body.metadata.resourceVersion);
-const label = (value: string) => call(sim, 'PATCH', `${pods}/subject`, { body: { metadata: { labels: { v: value } } }, contentType: 'application/merge-patch+json' });
+const label = (value: string) =>
+  call(sim, 'PATCH', `${pods}/subject`, { body: { metadata: { labels: { v: value } } }, contentType: 'application/merge-patch+json' });
 
 describe('403 Forbidden (apiserver endpoints/handlers/responsewriters/errors.go forbiddenMessage, ForbiddenStatusError)', () => {
   it('answers denied verbs with the API server`s Status, and only those', async () => {
-    sim.faults.set({ forbidden: [{ verbs: ['list', 'watch'], resources: ['pods'], namespaces: ['default'] }, { verbs: ['get'], resources: ['pods/log'] }, { resources: ['events'] }] });
+    sim.faults.set({
+      forbidden: [
+        { verbs: ['list', 'watch'], resources: ['pods'], namespaces: ['default'] },
+        { verbs: ['get'], resources: ['pods/log'] },
+        { resources: ['events'] },
+      ],
+    });
     try {
       const list = await call(sim, 'GET', pods);
       expect(list.status).toBe(403);
@@ -41,9 +48,13 @@ describe('403 Forbidden (apiserver endpoints/handlers/responsewriters/errors.go 
       expect((await call(sim, 'GET', `${pods}?watch=true`)).status).toBe(403);
       expect((await call(sim, 'GET', `${pods}/subject`)).status).toBe(200);
       const log = await call(sim, 'GET', `${pods}/subject/log`);
-      expect(log.body.message).toBe('pods "subject" is forbidden: User "system:serviceaccount:ci:berth" cannot get resource "pods/log" in API group "" in the namespace "default"');
+      expect(log.body.message).toBe(
+        'pods "subject" is forbidden: User "system:serviceaccount:ci:berth" cannot get resource "pods/log" in API group "" in the namespace "default"',
+      );
       const events = await call(sim, 'GET', '/api/v1/events');
-      expect(events.body.message).toBe('events is forbidden: User "system:serviceaccount:ci:berth" cannot list resource "events" in API group "" at the cluster scope');
+      expect(events.body.message).toBe(
+        'events is forbidden: User "system:serviceaccount:ci:berth" cannot list resource "events" in API group "" at the cluster scope',
+      );
     } finally {
       sim.faults.set({ forbidden: [] });
     }
@@ -115,12 +126,16 @@ describe('watch history per resource and in time (cacher.go DefaultEventFreshDur
     await label('one');
     // More event changes than the 30-change limit: they fill the events' history, not the pods'.
     for (let i = 0; i < 40; i++) {
-      const r = await call(sim, 'POST', '/api/v1/namespaces/default/events', { body: { metadata: { name: `e${i}` }, involvedObject: { kind: 'Pod', name: 'subject', namespace: 'default' }, reason: 'Test', message: String(i) } });
+      const r = await call(sim, 'POST', '/api/v1/namespaces/default/events', {
+        body: { metadata: { name: `e${i}` }, involvedObject: { kind: 'Pod', name: 'subject', namespace: 'default' }, reason: 'Test', message: String(i) },
+      });
       expect(r.status).toBe(201);
     }
     const w = openWatch(sim, `${pods}?watch=true&resourceVersion=${from}&timeoutSeconds=1`);
     await w.ended;
-    expect(w.events.map((e: { type: string; object: { metadata: { labels?: { v?: string } } } }) => `${e.type} ${e.object.metadata.labels?.v ?? ''}`)).toEqual(['MODIFIED one']);
+    expect(w.events.map((e: { type: string; object: { metadata: { labels?: { v?: string } } } }) => `${e.type} ${e.object.metadata.labels?.v ?? ''}`)).toEqual([
+      'MODIFIED one',
+    ]);
   });
 
   it('changes older than the window go once a resource has more than 100 of them', async () => {
@@ -130,7 +145,8 @@ describe('watch history per resource and in time (cacher.go DefaultEventFreshDur
       const path = '/api/v1/namespaces/default/pods';
       await call(other.sim, 'POST', path, { body: pod('busy') });
       const from = Number((await call(other.sim, 'GET', path)).body.metadata.resourceVersion);
-      for (let i = 0; i < 110; i++) await call(other.sim, 'PATCH', `${path}/busy`, { body: { metadata: { labels: { i: String(i) } } }, contentType: 'application/merge-patch+json' });
+      for (let i = 0; i < 110; i++)
+        await call(other.sim, 'PATCH', `${path}/busy`, { body: { metadata: { labels: { i: String(i) } } }, contentType: 'application/merge-patch+json' });
       // Within the window (or within 100 changes) the watch resumes; after it, it is expired.
       await new Promise((r) => setTimeout(r, 1_100));
       await call(other.sim, 'PATCH', `${path}/busy`, { body: { metadata: { labels: { i: 'last' } } }, contentType: 'application/merge-patch+json' });

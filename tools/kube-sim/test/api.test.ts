@@ -59,7 +59,12 @@ describe('pods: errors as Status objects', () => {
   it('404, 409, 422 with causes, 415, 400', async () => {
     const nf = await call(sim, 'GET', `${pods}/does-not-exist`);
     expect(nf.status).toBe(404);
-    expect(nf.body).toMatchObject({ kind: 'Status', reason: 'NotFound', message: 'pods "does-not-exist" not found', details: { name: 'does-not-exist', kind: 'pods' } });
+    expect(nf.body).toMatchObject({
+      kind: 'Status',
+      reason: 'NotFound',
+      message: 'pods "does-not-exist" not found',
+      details: { name: 'does-not-exist', kind: 'pods' },
+    });
 
     expect((await call(sim, 'POST', pods, { body: pod('dup') })).status).toBe(201);
     const dup = await call(sim, 'POST', pods, { body: pod('dup') });
@@ -70,7 +75,9 @@ describe('pods: errors as Status objects', () => {
     expect(bad.status).toBe(422);
     expect(bad.body.reason).toBe('Invalid');
     const fields = (bad.body.details.causes as { field: string; reason: string }[]).map((c) => `${c.field} ${c.reason}`);
-    expect(fields).toEqual(expect.arrayContaining(['metadata.name FieldValueInvalid', 'spec.containers[0].image FieldValueRequired', 'spec.containers[1].name FieldValueDuplicate']));
+    expect(fields).toEqual(
+      expect.arrayContaining(['metadata.name FieldValueInvalid', 'spec.containers[0].image FieldValueRequired', 'spec.containers[1].name FieldValueDuplicate']),
+    );
     expect(bad.body.message).toMatch(/^Pod "Bad_Name" is invalid: \[/);
 
     const unsupported = await call(sim, 'PATCH', `${pods}/dup`, { body: '{}', contentType: 'application/apply-patch+yaml' });
@@ -110,12 +117,27 @@ describe('pods: list, selectors, patch, resourceVersion', () => {
     // Paging.
     const page = (await call(sim, 'GET', '/api/v1/namespaces/team-a/pods?limit=2')).body as { items: unknown[]; metadata: { continue: string } };
     expect(page.items).toHaveLength(2);
-    const rest = (await call(sim, 'GET', `/api/v1/namespaces/team-a/pods?limit=2&continue=${page.metadata.continue}`)).body as { items: { metadata: { name: string } }[] };
+    const rest = (await call(sim, 'GET', `/api/v1/namespaces/team-a/pods?limit=2&continue=${page.metadata.continue}`)).body as {
+      items: { metadata: { name: string } }[];
+    };
     expect(rest.items.map((p) => p.metadata.name)).toEqual(['p3']);
   });
 
   it('patches with the three formats, bumping one global resourceVersion', async () => {
-    const created = (await call(sim, 'POST', pods, { body: { ...pod('patchme'), spec: { ...pod('x').spec, containers: [{ name: 'a', image: 'berth/pause:1' }, { name: 'b', image: 'berth/pause:1' }] } } })).body;
+    const created = (
+      await call(sim, 'POST', pods, {
+        body: {
+          ...pod('patchme'),
+          spec: {
+            ...pod('x').spec,
+            containers: [
+              { name: 'a', image: 'berth/pause:1' },
+              { name: 'b', image: 'berth/pause:1' },
+            ],
+          },
+        },
+      })
+    ).body;
     const rv0 = Number(created.metadata.resourceVersion);
     const smp = await call(sim, 'PATCH', `${pods}/patchme`, {
       body: { metadata: { labels: { step: 'b' } }, spec: { containers: [{ name: 'b', image: 'berth/busybox:1.35' }] } },
@@ -124,7 +146,10 @@ describe('pods: list, selectors, patch, resourceVersion', () => {
     expect(smp.status).toBe(200);
     expect(smp.body.spec.containers.map((c: { name: string; image: string }) => `${c.name}=${c.image}`)).toEqual(['a=berth/pause:1', 'b=berth/busybox:1.35']);
     expect(Number(smp.body.metadata.resourceVersion)).toBeGreaterThan(rv0);
-    const merge = await call(sim, 'PATCH', `${pods}/patchme`, { body: { metadata: { labels: { step: null, done: 'yes' } } }, contentType: 'application/merge-patch+json' });
+    const merge = await call(sim, 'PATCH', `${pods}/patchme`, {
+      body: { metadata: { labels: { step: null, done: 'yes' } } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(merge.body.metadata.labels).toEqual({ test: 'kube-sim', done: 'yes' });
     const jp = await call(sim, 'PATCH', `${pods}/patchme`, {
       body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'berth/busybox:1.35' }],
@@ -135,7 +160,10 @@ describe('pods: list, selectors, patch, resourceVersion', () => {
     expect([...rvs].sort((a, b) => a - b)).toEqual(rvs);
     expect(new Set(rvs).size).toBe(4);
     // A stale resourceVersion in the patch is a conflict.
-    const stale = await call(sim, 'PATCH', `${pods}/patchme`, { body: { metadata: { resourceVersion: String(rv0), labels: { x: 'y' } } }, contentType: 'application/merge-patch+json' });
+    const stale = await call(sim, 'PATCH', `${pods}/patchme`, {
+      body: { metadata: { resourceVersion: String(rv0), labels: { x: 'y' } } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(stale.status).toBe(409);
     expect(stale.body.reason).toBe('Conflict');
     // Status written through the main resource is ignored; through pods/status it is taken.
@@ -160,14 +188,19 @@ describe('watch', () => {
     await waitFor('watch events', () => w2.events.some((e: { type: string }) => e.type === 'DELETED'));
     // Leaving the selection is a DELETED for that watcher, and then it sees nothing more of it; wb is never seen.
     await waitFor('w1', () => w1.events.some((e: { type: string }) => e.type === 'DELETED'));
-    const seen = w1.events.map((e: { type: string; object: { metadata: { name: string; labels: Record<string, string> } } }) => `${e.type} ${e.object.metadata.name} w=${e.object.metadata.labels.w}`);
+    const seen = w1.events.map(
+      (e: { type: string; object: { metadata: { name: string; labels: Record<string, string> } } }) =>
+        `${e.type} ${e.object.metadata.name} w=${e.object.metadata.labels.w}`,
+    );
     expect(seen[0]).toBe('ADDED wa w=1');
     expect(seen[seen.length - 1]).toBe('DELETED wa w=2');
     expect(seen.slice(1, -1).every((s: string) => s === 'MODIFIED wa w=1')).toBe(true);
     const types = w2.events.map((e: { type: string }) => e.type);
     expect(types[0]).toBe('ADDED');
     expect(types.slice(-1)).toEqual(['DELETED']);
-    expect(w2.events.every((e: { object: { kind: string; metadata: { name: string } } }) => e.object.kind === 'Pod' && e.object.metadata.name === 'wa')).toBe(true);
+    expect(w2.events.every((e: { object: { kind: string; metadata: { name: string } } }) => e.object.kind === 'Pod' && e.object.metadata.name === 'wa')).toBe(
+      true,
+    );
     const rvs = w2.events.map((e: { object: { metadata: { resourceVersion: string } } }) => Number(e.object.metadata.resourceVersion));
     expect(rvs.every((v: number, i: number) => i === 0 || v > (rvs[i - 1] as number))).toBe(true);
     w1.close();
@@ -178,7 +211,11 @@ describe('watch', () => {
   it('starts with synthetic ADDED events without a resourceVersion', async () => {
     const w = openWatch(sim, `/api/v1/namespaces/team-a/pods?watch=1&timeoutSeconds=1`);
     await w.ended;
-    expect(w.events.map((e: { type: string; object: { metadata: { name: string } } }) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED p1', 'ADDED p2', 'ADDED p3']);
+    expect(w.events.map((e: { type: string; object: { metadata: { name: string } } }) => `${e.type} ${e.object.metadata.name}`)).toEqual([
+      'ADDED p1',
+      'ADDED p2',
+      'ADDED p3',
+    ]);
   });
 
   it('sends BOOKMARK events when allowed and ends at timeoutSeconds', async () => {
@@ -200,7 +237,8 @@ describe('watch', () => {
   it('answers a too old resourceVersion with an in-stream 410 ERROR event', async () => {
     const old = (await call(sim, 'GET', pods)).body.metadata.resourceVersion as string;
     // Push the version out of the 40-change window.
-    for (let i = 0; i < 45; i++) await call(sim, 'PATCH', `${pods}/patchme`, { body: { metadata: { labels: { n: String(i) } } }, contentType: 'application/merge-patch+json' });
+    for (let i = 0; i < 45; i++)
+      await call(sim, 'PATCH', `${pods}/patchme`, { body: { metadata: { labels: { n: String(i) } } }, contentType: 'application/merge-patch+json' });
     const w = openWatch(sim, `${pods}?watch=true&resourceVersion=${old}`);
     expect(await w.status).toBe(200);
     await w.ended;
@@ -223,8 +261,13 @@ describe('events', () => {
       type: 'Normal',
     });
     expect((await call(sim, 'POST', '/api/v1/namespaces/default/events', { body: body('e1', 'Custom') })).status).toBe(201);
-    await call(sim, 'POST', '/api/v1/namespaces/default/events', { body: { ...body('e2', 'Other'), involvedObject: { kind: 'Pod', name: 'other', namespace: 'default' } } });
-    const sel = (s: string) => call(sim, 'GET', `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(s)}`).then((r) => (r.body as { items: { metadata: { name: string } }[] }).items.map((e) => e.metadata.name));
+    await call(sim, 'POST', '/api/v1/namespaces/default/events', {
+      body: { ...body('e2', 'Other'), involvedObject: { kind: 'Pod', name: 'other', namespace: 'default' } },
+    });
+    const sel = (s: string) =>
+      call(sim, 'GET', `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(s)}`).then((r) =>
+        (r.body as { items: { metadata: { name: string } }[] }).items.map((e) => e.metadata.name),
+      );
     expect(await sel('involvedObject.name=patchme,reason=Custom')).toEqual(['e1']);
     expect(await sel(`involvedObject.uid=${target.metadata.uid},type=Normal,reason!=Scheduled`)).toEqual(['e1']);
     // The scheduler recorded its own event for the pod.

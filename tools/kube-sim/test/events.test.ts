@@ -52,7 +52,8 @@ describe('event spam filter (events_cache.go EventSourceObjectSpamFilter, defaul
 describe('event aggregation and deduplication (events_cache.go EventAggregator.EventAggregate, eventLogger.eventObserve)', () => {
   it('counts identical events in one object; the 10th distinct message of a reason becomes "(combined from similar events)"', () => {
     const { recorder, pod, events } = fixture();
-    for (let i = 0; i < 3; i++) recorder.record(pod, { type: 'Normal', reason: 'BackOff', message: 'Back-off pulling image "x"', fieldPath: 'spec.containers{a}' });
+    for (let i = 0; i < 3; i++)
+      recorder.record(pod, { type: 'Normal', reason: 'BackOff', message: 'Back-off pulling image "x"', fieldPath: 'spec.containers{a}' });
     expect(events().map((e) => [e.reason, e.count])).toEqual([['BackOff', 3]]);
     for (let i = 0; i < 12; i++) recorder.record(pod, { type: 'Normal', reason: 'Created', message: `Created container: c${i}` });
     const created = events().filter((e) => e.reason === 'Created');
@@ -75,7 +76,11 @@ describe('event spam filter on a running pod', () => {
 
   const tenSteps = (name: string): V1Pod => ({
     metadata: { name },
-    spec: { restartPolicy: 'Never', terminationGracePeriodSeconds: 1, containers: Array.from({ length: 10 }, (_, i) => ({ name: `c${i}`, image: busybox, args: ['true'] })) },
+    spec: {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 1,
+      containers: Array.from({ length: 10 }, (_, i) => ({ name: `c${i}`, image: busybox, args: ['true'] })),
+    },
   });
   const kubeletEvents = async (sim: TestSim, name: string): Promise<{ count: number; text: string[] }> => {
     const items = (await sim.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` })).items;

@@ -64,7 +64,8 @@ describe('faults', () => {
     // During the back-off: delete the pod and churn more than 30 changes.
     await t.core.deleteNamespacedPod({ namespace: ns, name: 'doomed', gracePeriodSeconds: 0 });
     await t.core.createNamespacedPod({ namespace: ns, body: pod('churn') });
-    for (let i = 0; i < 35; i++) await call(t.sim, 'PATCH', `${pods}/churn`, { body: { metadata: { labels: { i: String(i) } } }, contentType: 'application/merge-patch+json' });
+    for (let i = 0; i < 35; i++)
+      await call(t.sim, 'PATCH', `${pods}/churn`, { body: { metadata: { labels: { i: String(i) } } }, contentType: 'application/merge-patch+json' });
     await waitFor('relist after in-stream 410', () => (snap().byVerbResource['list pods'] ?? 0) === lists + 1);
     await waitFor('delete seen through the relist', () => inf.log.includes('delete doomed'));
     expect(inf.log.filter((l) => l.startsWith('error'))).toEqual([]);
@@ -114,7 +115,11 @@ describe('faults', () => {
     });
     expect({ ...waiting }).toEqual({ reason: 'ErrImagePull', message: 'registry is down (injected)' });
     t.sim.faults.set({ imagePullFailures: {} });
-    await waitFor('recovers after the back-off', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'pullfail' })).status?.phase === 'Succeeded', 30_000);
+    await waitFor(
+      'recovers after the back-off',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'pullfail' })).status?.phase === 'Succeeded',
+      30_000,
+    );
 
     t.sim.faults.set({ stallNodeAgent: true });
     await t.core.createNamespacedPod({ namespace: ns, body: pod('stalled', { args: ['true'] }) });
@@ -143,7 +148,7 @@ describe('counters', () => {
     t.sim.counters.reset();
     await t.core.createNamespacedPod({ namespace: ns, body: pod('counted', { args: ['echo', 'hello'] }) });
     await waitFor('done', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'counted' })).status?.phase === 'Succeeded');
-    const gets = (snap().byVerbResource['get pods'] ?? 0);
+    const gets = snap().byVerbResource['get pods'] ?? 0;
     await t.core.listNamespacedPod({ namespace: ns });
     await t.core.listPodForAllNamespaces();
     const w1 = openWatch(t.sim, `${pods}?watch=true`);
@@ -188,7 +193,10 @@ describe('close', () => {
     const other = await startTestSim();
     try {
       await other.core.createNamespacedPod({ namespace: ns, body: pod('mid-run', { args: ['sleep', '30'] }) });
-      await waitFor('running', async () => (await other.core.readNamespacedPod({ namespace: ns, name: 'mid-run' })).status?.containerStatuses?.[0]?.state?.running);
+      await waitFor(
+        'running',
+        async () => (await other.core.readNamespacedPod({ namespace: ns, name: 'mid-run' })).status?.containerStatuses?.[0]?.state?.running,
+      );
       other.sim.faults.set({ stallNodeAgent: true });
       await other.core.deleteNamespacedPod({ namespace: ns, name: 'mid-run' });
       await new Promise((r) => setTimeout(r, 500));

@@ -42,7 +42,10 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
 }
 
 /** A one-container pod manifest. */
-export function pod(name: string, opts: { image?: string; args?: string[]; command?: string[]; labels?: Record<string, string>; pullPolicy?: string; extra?: Partial<V1Pod['spec']> } = {}): V1Pod {
+export function pod(
+  name: string,
+  opts: { image?: string; args?: string[]; command?: string[]; labels?: Record<string, string>; pullPolicy?: string; extra?: Partial<V1Pod['spec']> } = {},
+): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -28,7 +28,10 @@ describe('client-node informer against kube-sim', () => {
       await t.core.createNamespacedPod({ namespace: 'default', body: pod('other', { args: ['true'], labels: { suite: 'elsewhere' } }) });
       const created = await t.core.createNamespacedPod({
         namespace: 'default',
-        body: { ...pod('', { args: ['sh', '-c', 'echo hi; sleep 1; exit 3'], labels: { suite: 'informer' } }), metadata: { generateName: 'inf-', labels: { suite: 'informer' } } },
+        body: {
+          ...pod('', { args: ['sh', '-c', 'echo hi; sleep 1; exit 3'], labels: { suite: 'informer' } }),
+          metadata: { generateName: 'inf-', labels: { suite: 'informer' } },
+        },
       });
       const name = created.metadata?.name ?? '';
       expect(name).toMatch(/^inf-[a-z0-9]{5}$/);

@@ -59,13 +59,25 @@ describe('kubectl against kube-sim', () => {
   it.skipIf(!hasKubectl)(`patch (strategic) restarts the container with the new image; logs -f follows it to the end${why}`, async () => {
     await t.core.createNamespacedPod({
       namespace: ns,
-      body: { metadata: { name: 'patched' }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: pause, args: ['sh', '-c', 'for i in 1 2 3 4; do echo tick $i; sleep 0.5; done'] }] } },
+      body: {
+        metadata: { name: 'patched' },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', image: pause, args: ['sh', '-c', 'for i in 1 2 3 4; do echo tick $i; sleep 0.5; done'] }],
+        },
+      },
     });
     await waitFor('running', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'patched' })).status?.containerStatuses?.[0]?.state?.running);
     const patched = await kubectl('patch', 'pod', 'patched', '-p', JSON.stringify({ spec: { containers: [{ name: 'main', image: busybox }] } }));
     expect(patched.trim()).toBe('pod/patched patched');
-    await waitFor('restarted', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'patched' })).status?.containerStatuses?.[0]?.restartCount === 1);
-    await waitFor('new container running', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'patched' })).status?.containerStatuses?.[0]?.state?.running);
+    await waitFor(
+      'restarted',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'patched' })).status?.containerStatuses?.[0]?.restartCount === 1,
+    );
+    await waitFor(
+      'new container running',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'patched' })).status?.containerStatuses?.[0]?.state?.running,
+    );
     const logs = await kubectl('logs', '-f', 'patched');
     expect(logs).toBe('tick 1\ntick 2\ntick 3\ntick 4\n');
     const table = await kubectl('get', 'pod', 'patched');

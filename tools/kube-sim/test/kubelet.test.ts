@@ -53,8 +53,16 @@ describe('rule 1: restartPolicy Never after a failed image switch (pkg/kubelet/c
   // reason is only reported for containers that will be restarted (pkg/kubelet/kubelet_pods.go
   // convertToAPIContainerStatuses): the status keeps the terminated pause instance.
   const scenario = async (sim: TestSim, name: string): Promise<{ w: ReturnType<typeof watchPod>; pullFailedAt: number }> => {
-    await sim.core.createNamespacedPod({ namespace: ns, body: velaPod(name, [{ name: 'step', image: pause }, { name: 'other', image: pause }]) });
-    await waitFor('both running', async () => (await sim.core.readNamespacedPod({ namespace: ns, name })).status?.containerStatuses?.every((c) => c.state?.running));
+    await sim.core.createNamespacedPod({
+      namespace: ns,
+      body: velaPod(name, [
+        { name: 'step', image: pause },
+        { name: 'other', image: pause },
+      ]),
+    });
+    await waitFor('both running', async () =>
+      (await sim.core.readNamespacedPod({ namespace: ns, name })).status?.containerStatuses?.every((c) => c.state?.running),
+    );
     const w = watchPod(sim, name);
     await w.status;
     await sim.core.patchNamespacedPod({ namespace: ns, name, body: { spec: { containers: [{ name: 'step', image: 'berth/does-not-exist:1' }] } } }, smp);
@@ -68,7 +76,10 @@ describe('rule 1: restartPolicy Never after a failed image switch (pkg/kubelet/c
     // Longer than two back-off periods of this sim (1 s initial): a retry would have happened.
     await new Promise((r) => setTimeout(r, Math.max(0, pullFailedAt + 2_500 - Date.now())));
     w.close();
-    const reasons = w.statuses('step').map((s) => s.state?.waiting?.reason).filter(Boolean);
+    const reasons = w
+      .statuses('step')
+      .map((s) => s.state?.waiting?.reason)
+      .filter(Boolean);
     expect(reasons).toEqual([]);
     expect(final.image).toBe(`docker.io/${pause}`);
     expect(final.restartCount).toBe(0);
@@ -105,7 +116,10 @@ describe('an image switch interrupted by deletion (kuberuntime_manager.go comput
     t.sim.faults.set({ slowPulls: { [slow]: 30_000 } });
     try {
       await t.core.createNamespacedPod({ namespace: ns, body: velaPod('interrupted', [{ name: 'step', image: pause }]) });
-      await waitFor('running', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'interrupted' })).status?.containerStatuses?.[0]?.state?.running);
+      await waitFor(
+        'running',
+        async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'interrupted' })).status?.containerStatuses?.[0]?.state?.running,
+      );
       const w = watchPod(t, 'interrupted');
       await w.status;
       await t.core.patchNamespacedPod({ namespace: ns, name: 'interrupted', body: { spec: { containers: [{ name: 'step', image: slow }] } } }, smp);
@@ -131,7 +145,14 @@ describe('rule 4: sequential starts and serialised pulls (kuberuntime_manager.go
     t.sim.faults.set({ slowPulls: { [slow]: 2000 } });
     const w = watchPod(t, 'sequential');
     await w.status;
-    await t.core.createNamespacedPod({ namespace: ns, body: velaPod('sequential', [{ name: 'first', image: slow, args: ['true'] }, { name: 'second', image: busybox, args: ['true'] }, { name: 'third', image: pause }]) });
+    await t.core.createNamespacedPod({
+      namespace: ns,
+      body: velaPod('sequential', [
+        { name: 'first', image: slow, args: ['true'] },
+        { name: 'second', image: busybox, args: ['true'] },
+        { name: 'third', image: pause },
+      ]),
+    });
     await waitFor('third running', () => w.statuses('third').some((s) => s.state?.running));
     w.close();
     const events = await eventsOf(t, 'sequential');
@@ -261,7 +282,12 @@ describe('rule 3: status.image as containerd reports it (containerd internal/cri
     const lenient = await startTestSim({ lenient: { specImageNames: true } });
     try {
       await lenient.core.createNamespacedPod({ namespace: ns, body: velaPod('spec-names', [{ name: 'alias', image: alias, args: ['true'] }]) });
-      const status = await waitFor('done', async () => (await lenient.core.readNamespacedPod({ namespace: ns, name: 'spec-names' })).status?.containerStatuses?.[0]?.state?.terminated && (await lenient.core.readNamespacedPod({ namespace: ns, name: 'spec-names' })).status?.containerStatuses?.[0]);
+      const status = await waitFor(
+        'done',
+        async () =>
+          (await lenient.core.readNamespacedPod({ namespace: ns, name: 'spec-names' })).status?.containerStatuses?.[0]?.state?.terminated &&
+          (await lenient.core.readNamespacedPod({ namespace: ns, name: 'spec-names' })).status?.containerStatuses?.[0],
+      );
       expect(status.image).toBe(`docker.io/${alias}`);
     } finally {
       await lenient.sim.close();

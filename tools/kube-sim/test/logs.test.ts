@@ -26,7 +26,15 @@ function counter(name: string, lines: number, sleep = '0.3'): V1Pod {
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
       containers: [
-        { name: 'main', image: busybox, command: ['sh', '-c', `i=1; while [ $i -le ${lines} ]; do echo "line $i"; [ $((i % 3)) -eq 0 ] && echo "err $i" >&2; i=$((i+1)); sleep ${sleep}; done`] },
+        {
+          name: 'main',
+          image: busybox,
+          command: [
+            'sh',
+            '-c',
+            `i=1; while [ $i -le ${lines} ]; do echo "line $i"; [ $((i % 3)) -eq 0 ] && echo "err $i" >&2; i=$((i+1)); sleep ${sleep}; done`,
+          ],
+        },
         { name: 'side', image: pause },
       ],
     },
@@ -38,7 +46,10 @@ const logPath = (name: string, q: string) => `/api/v1/namespaces/${ns}/pods/${na
 describe('pods/log', () => {
   it('follows until the container ends, merging stdout and stderr, with fixed-width RFC3339Nano timestamps', async () => {
     await t.core.createNamespacedPod({ namespace: ns, body: counter('follow', 6) });
-    await waitFor('started', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'follow' })).status?.containerStatuses?.find((c) => c.name === 'main')?.state?.running);
+    await waitFor(
+      'started',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'follow' })).status?.containerStatuses?.find((c) => c.name === 'main')?.state?.running,
+    );
     const s = openText(t.sim, logPath('follow', 'follow=true&timestamps=true'));
     expect(await s.status).toBe(200);
     expect(await s.ended).toBe(true);
@@ -60,7 +71,10 @@ describe('pods/log', () => {
 
   it('a stream cut by the log fault is resumed with sinceTime, and timestamps let the client drop what it already has', async () => {
     await t.core.createNamespacedPod({ namespace: ns, body: counter('resume', 16, '0.4') });
-    await waitFor('started', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'resume' })).status?.containerStatuses?.find((c) => c.name === 'main')?.state?.running);
+    await waitFor(
+      'started',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'resume' })).status?.containerStatuses?.find((c) => c.name === 'main')?.state?.running,
+    );
     t.sim.faults.set({ logCutAfterBytes: 300 });
     const before = t.sim.counters.snapshot().logs.bytes;
     const got: string[] = [];
@@ -101,11 +115,20 @@ describe('pods/log', () => {
   it('serves the previous container after an image patch restarted it', async () => {
     await t.core.createNamespacedPod({
       namespace: ns,
-      body: { metadata: { name: 'prev' }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: pause, args: ['sh', '-c', 'echo second run'] }] } },
+      body: {
+        metadata: { name: 'prev' },
+        spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: pause, args: ['sh', '-c', 'echo second run'] }] },
+      },
     });
     await waitFor('running', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'prev' })).status?.containerStatuses?.[0]?.state?.running);
-    await t.core.patchNamespacedPod({ namespace: ns, name: 'prev', body: { spec: { containers: [{ name: 'main', image: busybox }] } } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
-    await waitFor('terminated', async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'prev' })).status?.containerStatuses?.[0]?.state?.terminated);
+    await t.core.patchNamespacedPod(
+      { namespace: ns, name: 'prev', body: { spec: { containers: [{ name: 'main', image: busybox }] } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    await waitFor(
+      'terminated',
+      async () => (await t.core.readNamespacedPod({ namespace: ns, name: 'prev' })).status?.containerStatuses?.[0]?.state?.terminated,
+    );
     expect(await t.core.readNamespacedPodLog({ namespace: ns, name: 'prev' })).toBe('second run\n');
     expect((await call(t.sim, 'GET', `/api/v1/namespaces/${ns}/pods/prev/log?previous=true`)).status).toBe(200);
     await t.core.deleteNamespacedPod({ namespace: ns, name: 'prev', gracePeriodSeconds: 0 });

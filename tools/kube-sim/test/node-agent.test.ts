@@ -22,7 +22,9 @@ afterAll(async () => {
 const ns = 'default';
 const read = (name: string) => t.core.readNamespacedPod({ namespace: ns, name });
 const events = async (name: string) =>
-  (await t.core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` })).items.map((e: CoreV1Event) => `${e.type} ${e.reason}: ${e.message}`);
+  (await t.core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` })).items.map(
+    (e: CoreV1Event) => `${e.type} ${e.reason}: ${e.message}`,
+  );
 const status = async (name: string, container = 'main') => (await read(name)).status?.containerStatuses?.find((c) => c.name === container);
 const smp = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
@@ -42,7 +44,10 @@ describe('node agent', () => {
     await t.core.createNamespacedPod({ namespace: ns, body });
     await waitFor('both running', async () => (await read('vela-build')).status?.containerStatuses?.every((c) => c.state?.running));
     expect((await read('vela-build')).status?.phase).toBe('Running');
-    const patched = await t.core.patchNamespacedPod({ namespace: ns, name: 'vela-build', body: { spec: { containers: [{ name: 'step-one', image: busybox }] } } }, smp);
+    const patched = await t.core.patchNamespacedPod(
+      { namespace: ns, name: 'vela-build', body: { spec: { containers: [{ name: 'step-one', image: busybox }] } } },
+      smp,
+    );
     expect(patched.spec?.containers.map((c) => c.image)).toEqual([busybox, pause]);
     const done = await waitFor('step-one terminated after restart', async () => {
       const s = await status('vela-build', 'step-one');
@@ -86,7 +91,9 @@ describe('node agent', () => {
             name: 'client',
             image: busybox,
             command: ['sh', '-c'],
-            args: ['for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://localhost:8080/ 2>/dev/null && break; sleep 0.3; done; echo "$FOO $(pwd) $(id -u)"; grep vela-server /etc/hosts; ping -c1 -W1 vela.local 2>&1 | grep -q 10.9.8.7 || echo vela.local unresolved; for i in $(seq 1 50); do [ -s /work/note ] && break; sleep 0.2; done; cat /work/note'],
+            args: [
+              'for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://localhost:8080/ 2>/dev/null && break; sleep 0.3; done; echo "$FOO $(pwd) $(id -u)"; grep vela-server /etc/hosts; ping -c1 -W1 vela.local 2>&1 | grep -q 10.9.8.7 || echo vela.local unresolved; for i in $(seq 1 50); do [ -s /work/note ] && break; sleep 0.2; done; cat /work/note',
+            ],
             env: [{ name: 'FOO', value: 'bar baz' }],
             workingDir: '/tmp',
             securityContext: { runAsUser: 1234 },
@@ -122,15 +129,23 @@ describe('node agent', () => {
     expect(missing.status?.phase).toBe('Pending');
     await waitFor('missing events', async () => {
       const ev = await events('missing');
-      return ['Normal Pulling: Pulling image "berth/does-not-exist:1"', 'Warning Failed: Error: ErrImagePull', 'Normal BackOff: Back-off pulling image "berth/does-not-exist:1"', 'Warning Failed: Error: ImagePullBackOff'].every((e) => ev.includes(e)) &&
-        ev.some((e) => e.startsWith('Warning Failed: Failed to pull image "berth/does-not-exist:1": '));
+      return (
+        [
+          'Normal Pulling: Pulling image "berth/does-not-exist:1"',
+          'Warning Failed: Error: ErrImagePull',
+          'Normal BackOff: Back-off pulling image "berth/does-not-exist:1"',
+          'Warning Failed: Error: ImagePullBackOff',
+        ].every((e) => ev.includes(e)) && ev.some((e) => e.startsWith('Warning Failed: Failed to pull image "berth/does-not-exist:1": '))
+      );
     });
     const never = await waitFor('ErrImageNeverPull', async () => (await status('never'))?.state?.waiting);
     expect(never).toEqual({ reason: 'ErrImageNeverPull', message: 'Container image "berth/does-not-exist:2" is not present with pull policy of Never' });
     expect(await events('never')).toContain('Warning ErrImageNeverPull: Container image "berth/does-not-exist:2" is not present with pull policy of Never');
     const invalid = await waitFor('InvalidImageName', async () => (await status('invalid'))?.state?.waiting);
     expect(invalid.reason).toBe('InvalidImageName');
-    expect(invalid.message).toBe('Failed to apply default image tag "Not A Valid:ref": couldn\'t parse image reference "Not A Valid:ref": invalid reference format');
+    expect(invalid.message).toBe(
+      'Failed to apply default image tag "Not A Valid:ref": couldn\'t parse image reference "Not A Valid:ref": invalid reference format',
+    );
     // Logs of a container that cannot start are a 400 with the API server's words.
     const logs = await call(t.sim, 'GET', '/api/v1/namespaces/default/pods/missing/log');
     expect(logs.status).toBe(400);
@@ -145,11 +160,18 @@ describe('node agent', () => {
   });
 
   it('enforces activeDeadlineSeconds: phase Failed, reason DeadlineExceeded, containers killed', async () => {
-    await t.core.createNamespacedPod({ namespace: ns, body: pod('deadline', { args: ['sleep', '60'], extra: { activeDeadlineSeconds: 2, terminationGracePeriodSeconds: 1 } }) });
-    const failed = await waitFor('deadline exceeded', async () => {
-      const p = await read('deadline');
-      return p.status?.phase === 'Failed' && p.status.containerStatuses?.[0]?.state?.terminated ? p : undefined;
-    }, 30_000);
+    await t.core.createNamespacedPod({
+      namespace: ns,
+      body: pod('deadline', { args: ['sleep', '60'], extra: { activeDeadlineSeconds: 2, terminationGracePeriodSeconds: 1 } }),
+    });
+    const failed = await waitFor(
+      'deadline exceeded',
+      async () => {
+        const p = await read('deadline');
+        return p.status?.phase === 'Failed' && p.status.containerStatuses?.[0]?.state?.terminated ? p : undefined;
+      },
+      30_000,
+    );
     expect(failed.status?.reason).toBe('DeadlineExceeded');
     expect(failed.status?.message).toBe('Pod was active on the node longer than the specified deadline');
     expect(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(137);
@@ -180,7 +202,7 @@ describe('node agent', () => {
     const started = Date.now();
     const deleted = await t.core.deleteNamespacedPod({ namespace: ns, name: 'graceful', gracePeriodSeconds: 3 });
     expect(deleted.metadata?.deletionTimestamp).toBeTruthy();
-    expect((deleted).metadata?.deletionGracePeriodSeconds).toBe(3);
+    expect(deleted.metadata?.deletionGracePeriodSeconds).toBe(3);
     expect((await read('graceful')).metadata?.deletionTimestamp).toBeTruthy();
     await waitFor('DELETED', () => w.events.some((e: { type: string }) => e.type === 'DELETED'), 30_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2500);

@@ -46,7 +46,12 @@ class BookmarkWatch extends Watch {
     // client-node's field is private in its types; the timer reads it on every watch.
     (this as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutMs;
   }
-  override watch(path: string, queryParams: Record<string, string | number | boolean | undefined>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
     return super.watch(path, { ...queryParams, allowWatchBookmarks: true }, callback, done);
   }
 }

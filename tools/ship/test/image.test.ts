@@ -29,7 +29,22 @@ afterAll(async () => {
 });
 
 function dockerRun(buildNumber: string, args: string[]): string[] {
-  return ['run', '--rm', '-v', '/var/run/docker.sock:/var/run/docker.sock', '--group-add', socketGroup, '-v', `${workspace}:${workspace}`, '-w', workspace, '-e', `BERTH_BUILD_NUMBER=${buildNumber}`, IMAGE, ...args];
+  return [
+    'run',
+    '--rm',
+    '-v',
+    '/var/run/docker.sock:/var/run/docker.sock',
+    '--group-add',
+    socketGroup,
+    '-v',
+    `${workspace}:${workspace}`,
+    '-w',
+    workspace,
+    '-e',
+    `BERTH_BUILD_NUMBER=${buildNumber}`,
+    IMAGE,
+    ...args,
+  ];
 }
 
 async function leftovers(buildNumber: string): Promise<string> {
@@ -59,7 +74,10 @@ describe('the worker image', () => {
   }, 300_000);
 
   it('hands SIGTERM to the worker: the build is canceled, cleaned up, and berth exits 130', async () => {
-    await writeFile(path.join(workspace, 'long.yml'), 'version: "1"\nsteps:\n  - name: wait\n    image: berth/busybox:1.35\n    pull: never\n    commands:\n      - echo started\n      - sleep 300\n');
+    await writeFile(
+      path.join(workspace, 'long.yml'),
+      'version: "1"\nsteps:\n  - name: wait\n    image: berth/busybox:1.35\n    pull: never\n    commands:\n      - echo started\n      - sleep 300\n',
+    );
     const buildNumber = `${process.pid}2`;
     const name = `berth-image-term-${process.pid}`;
     const child = spawn('docker', ['run', '--name', name, ...dockerRun(buildNumber, ['exec', 'long.yml']).slice(1)], { stdio: ['ignore', 'pipe', 'pipe'] });

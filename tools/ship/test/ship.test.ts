@@ -100,11 +100,15 @@ describe('a consumer project outside the workspace', () => {
 
   it('berth exec loads the outside plugin by its path and runs an example on it', async () => {
     const plugin = path.join(consumer, 'node_modules', MINI_PLUGIN, 'index.js');
-    const { stdout } = await run(process.execPath, [path.join(REPO_ROOT, 'apps/worker/bin/berth.js'), 'exec', '--runtime', plugin, path.join(REPO_ROOT, 'examples/hello.yml')], {
-      cwd: consumer,
-      env: { ...process.env, NO_COLOR: '1', NODE_OPTIONS: '' },
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [path.join(REPO_ROOT, 'apps/worker/bin/berth.js'), 'exec', '--runtime', plugin, path.join(REPO_ROOT, 'examples/hello.yml')],
+      {
+        cwd: consumer,
+        env: { ...process.env, NO_COLOR: '1', NODE_OPTIONS: '' },
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
     expect(stdout).toMatch(/^build \S+ on mini/m);
     expect(stdout).toContain('hello from Berth');
     expect(stdout).toMatch(/build \S+ ✓ success/);

@@ -45,7 +45,14 @@ describe('VelaSim', () => {
     expect((await call('GET', `/api/v1/workers/${host}`, reg)).status).toBe(404);
     const wrong = await call('POST', '/api/v1/workers', reg, { hostname: 'someone-else' });
     expect(wrong.status).toBe(400);
-    const created = await call('POST', '/api/v1/workers', reg, { hostname: host, address: `http://${host}:8080`, routes: ['vela'], active: true, status: 'idle', build_limit: 1 });
+    const created = await call('POST', '/api/v1/workers', reg, {
+      hostname: host,
+      address: `http://${host}:8080`,
+      routes: ['vela'],
+      active: true,
+      status: 'idle',
+      build_limit: 1,
+    });
     expect(created.status).toBe(201);
     const auth = (created.json as { token: string }).token;
     const claims = verifyJwt('x', auth);
@@ -181,7 +188,7 @@ describe('VelaSim follows the server', () => {
     expect(again.text).toContain('but its status was canceled');
   });
 
-  it('cancels a running build through the worker that runs it: GET executors, then DELETE the executor\'s build', async () => {
+  it("cancels a running build through the worker that runs it: GET executors, then DELETE the executor's build", async () => {
     const { createServer } = await import('node:http');
     const repo = `r-${randomUUID().slice(0, 8)}`;
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, pipeline, noPush: true });
@@ -189,7 +196,13 @@ describe('VelaSim follows the server', () => {
     const worker = createServer((req, res) => {
       seen.push(`${req.method} ${req.url} ${req.headers.authorization?.startsWith('Bearer ') ? 'bearer' : 'none'}`);
       res.setHeader('content-type', 'application/json');
-      if (req.method === 'GET' && req.url === '/api/v1/executors') res.end(JSON.stringify([{ id: 0, build: { id: -1 } }, { id: 3, build: { id: build.id } }]));
+      if (req.method === 'GET' && req.url === '/api/v1/executors')
+        res.end(
+          JSON.stringify([
+            { id: 0, build: { id: -1 } },
+            { id: 3, build: { id: build.id } },
+          ]),
+        );
       else if (req.method === 'DELETE' && req.url === '/api/v1/executors/3/build/cancel') res.end(JSON.stringify({ id: build.id, status: 'canceled' }));
       else res.writeHead(404).end('{}');
     });

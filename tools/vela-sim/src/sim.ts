@@ -357,7 +357,12 @@ export class VelaSim {
     // containers (scm/github/repo.go GetNetrcPassword: an installation token with its expiry when the
     // repo has an installation id, else the repo owner's OAuth token with expiry 0).
     const scm = this.#netrcPassword(build, repo);
-    const pipeline = { ...options.pipeline, id: options.pipeline.id ?? `${options.org}_${options.repo}_${number}`, token: scm.token, token_exp: scm.expiration };
+    const pipeline = {
+      ...options.pipeline,
+      id: options.pipeline.id ?? `${options.org}_${options.repo}_${number}`,
+      token: scm.token,
+      token_exp: scm.expiration,
+    };
     this.#executables.set(build.id!, {
       id: this.#nextId(),
       build_id: build.id!,
@@ -451,7 +456,14 @@ export class VelaSim {
         report_as: typeof c.report_as === 'string' ? c.report_as : '',
       };
       steps.set(number, step);
-      this.#logs.set(`step:${step.id}`, { id: this.#nextId(), build_id: build.id!, repo_id: build.repo!.id!, step_id: step.id!, data: Buffer.alloc(0), created_at: t });
+      this.#logs.set(`step:${step.id}`, {
+        id: this.#nextId(),
+        build_id: build.id!,
+        repo_id: build.repo!.id!,
+        step_id: step.id!,
+        data: Buffer.alloc(0),
+        created_at: t,
+      });
     });
     containers(pipeline.services).forEach((c, i) => {
       const number = typeof c.number === 'number' && c.number > 0 ? c.number : i + 1;
@@ -466,7 +478,14 @@ export class VelaSim {
         created: t,
       };
       services.set(number, svc);
-      this.#logs.set(`service:${svc.id}`, { id: this.#nextId(), build_id: build.id!, repo_id: build.repo!.id!, service_id: svc.id!, data: Buffer.alloc(0), created_at: t });
+      this.#logs.set(`service:${svc.id}`, {
+        id: this.#nextId(),
+        build_id: build.id!,
+        repo_id: build.repo!.id!,
+        service_id: svc.id!,
+        data: Buffer.alloc(0),
+        created_at: t,
+      });
     });
     this.#steps.set(build.id!, steps);
     this.#services.set(build.id!, services);
@@ -628,7 +647,8 @@ export class VelaSim {
     this.#route('GET', `${B}/install_token`, ({ caller, params, headers }) => {
       const b = this.#build(params);
       this.#requireBuildAccess(caller, b);
-      if (b.status !== 'running' && b.status !== 'pending') throw new HttpError(400, 'unable to generate install token for build not in running or pending status');
+      if (b.status !== 'running' && b.status !== 'pending')
+        throw new HttpError(400, 'unable to generate install token for build not in running or pending status');
       const current = typeof headers.token === 'string' ? headers.token : '';
       if (current === '') throw new HttpError(401, 'unable to retrieve installation token from request header');
       const cached = this.installTokens.get(current);
@@ -642,7 +662,8 @@ export class VelaSim {
     this.#route('POST', `${B}/install_token`, ({ caller, params, body }) => {
       const b = this.#build(params);
       this.#requireBuildAccess(caller, b);
-      if (!(typeof b.repo?.install_id === 'number' && b.repo.install_id !== 0)) throw new HttpError(400, 'repository does not have an installation ID, cannot generate install token');
+      if (!(typeof b.repo?.install_id === 'number' && b.repo.install_id !== 0))
+        throw new HttpError(400, 'repository does not have an installation ID, cannot generate install token');
       if (b.status !== 'running') throw new HttpError(400, 'unable to generate install token for build not in running status');
       const input = asObject(body);
       const repositories = Array.isArray(input.repositories) ? input.repositories.filter((r): r is string => typeof r === 'string') : [];
@@ -767,7 +788,8 @@ export class VelaSim {
         const row = this.#logs.get(`${label}:${rec.id}`);
         if (!row) throw new HttpError(500, `unable to get logs for ${label} ${params.n}: record not found`);
         const input = asObject(body) as VelaLog;
-        if (input.data !== undefined && typeof input.data !== 'string') throw new HttpError(400, `unable to decode JSON for ${label} ${params.n}: data is not a string`);
+        if (input.data !== undefined && typeof input.data !== 'string')
+          throw new HttpError(400, `unable to decode JSON for ${label} ${params.n}: data is not a string`);
         const data = typeof input.data === 'string' ? Buffer.from(input.data, 'base64') : Buffer.alloc(0);
         if (data.length > 0) row.data = data;
         return { status: 200, body: null };
@@ -787,7 +809,8 @@ export class VelaSim {
       if (caller.claims.token_type === 'WorkerBuild') {
         const [org, repo] = (caller.claims.repo ?? '/').split('/');
         if (params.type === 'org' && params.org !== org) throw new HttpError(401, `build token for ${caller.claims.repo} may not read org secret ${path}`);
-        if (params.type === 'repo' && (params.org !== org || params.name !== repo)) throw new HttpError(401, `build token for ${caller.claims.repo} may not read repo secret ${path}`);
+        if (params.type === 'repo' && (params.org !== org || params.name !== repo))
+          throw new HttpError(401, `build token for ${caller.claims.repo} may not read repo secret ${path}`);
         return { status: 200, body: s };
       }
       const { value: _value, ...sanitized } = s;
@@ -818,7 +841,11 @@ export class VelaSim {
       const executor = Array.isArray(executors) ? executors.find((x) => x.build?.id === build.id) : undefined;
       if (executor) {
         try {
-          const res = await fetch(`${worker.address}/api/v1/executors/${executor.id}/build/cancel`, { method: 'DELETE', headers: auth, signal: AbortSignal.timeout(30_000) });
+          const res = await fetch(`${worker.address}/api/v1/executors/${executor.id}/build/cancel`, {
+            method: 'DELETE',
+            headers: auth,
+            signal: AbortSignal.timeout(30_000),
+          });
           return { status: 200, body: await res.json() };
         } catch (e) {
           throw new HttpError(500, `unable to cancel running build ${entry}: ${e instanceof Error ? e.message : String(e)}`);

@@ -13,11 +13,11 @@ export function compileCommand(program: Command, io: Io): void {
       .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
       .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, []),
   ).action(async (file: string, options: { env: string[] } & PipelineFlags) => {
-      const environment = parseAssignments(options.env, '--env');
-      const { build, warnings } = compileFile(file, io.cwd, await pipelineOptions(file, io.cwd, options, io.env, { environment }));
-      for (const warning of warnings) io.stderr.write(`warning: ${warning}\n`);
-      io.stdout.write(`${JSON.stringify(marshalBuild(build), null, 2)}\n`);
-    });
+    const environment = parseAssignments(options.env, '--env');
+    const { build, warnings } = compileFile(file, io.cwd, await pipelineOptions(file, io.cwd, options, io.env, { environment }));
+    for (const warning of warnings) io.stderr.write(`warning: ${warning}\n`);
+    io.stdout.write(`${JSON.stringify(marshalBuild(build), null, 2)}\n`);
+  });
 }
 
 /** commander's collector for repeatable options. */

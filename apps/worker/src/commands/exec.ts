@@ -16,21 +16,23 @@ import { loadRuntime } from '../plugins/load.ts';
 import { collect } from './compile.ts';
 import { VERSION } from '../version.ts';
 
-
 /** `berth exec [file]`: compiles a Vela pipeline file and runs it locally in containers. */
 export function execCommand(program: Command, io: Io): void {
   const cmd = pipelineFlagOptions(
     program
       .command('exec')
-    .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
-    .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
-    .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
-    .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
-    .option('--secrets-file <file>', 'secrets as name=value lines')
-    .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
-    .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
+      .description('run a Vela pipeline file locally in containers, with the current directory as the workspace')
+      .argument('[file]', 'the pipeline file', DEFAULT_PIPELINE_FILE)
+      .option('-e, --env <NAME=VALUE>', 'an environment variable for every step (repeatable)', collect, [])
+      .option('-s, --secret <NAME=VALUE>', "a secret's value, by the name the pipeline declares (repeatable)", collect, [])
+      .option('--secrets-file <file>', 'secrets as name=value lines')
+      .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
+      .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
       .option('--runtime-option <key=value>', 'an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes', collect, [])
-      .option('--build-number <n>', 'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers')
+      .option(
+        '--build-number <n>',
+        'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers',
+      )
       .option('--no-color', 'no colours, even on a terminal'),
   );
   addSettingOptions(cmd, 'exec');
@@ -56,7 +58,11 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
     builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits },
   });
 
-  const compiled = compileFile(file, io.cwd, await pipelineOptions(file, io.cwd, flags, io.env, { secrets, environment, identity: { org: '', repo: '', number: config.buildNumber, local: true } }));
+  const compiled = compileFile(
+    file,
+    io.cwd,
+    await pipelineOptions(file, io.cwd, flags, io.env, { secrets, environment, identity: { org: '', repo: '', number: config.buildNumber, local: true } }),
+  );
   for (const warning of compiled.warnings) io.stderr.write(`warning: ${warning}\n`);
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
@@ -87,7 +93,9 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (interrupted) {
-      io.stderr.write(`\nberth: ${signal} again: leaving without cleaning up (containers may remain; \`docker ps -a --filter label=berth.dev/worker\` lists them)\n`);
+      io.stderr.write(
+        `\nberth: ${signal} again: leaving without cleaning up (containers may remain; \`docker ps -a --filter label=berth.dev/worker\` lists them)\n`,
+      );
       process.exit(EXIT.interrupted);
     }
     interrupted = true;
@@ -128,7 +136,8 @@ export function selectSubset(build: Build, steps: readonly string[], stages: rea
   for (const name of steps) if (!stepNames.includes(name)) problems.push(`--step ${name}: no such step (steps: ${stepNames.join(', ')})`);
   const stageNames = build.stages.map((s) => s.name).filter((n) => n !== 'init');
   for (const name of stages) {
-    if (!stageNames.includes(name)) problems.push(`--stage ${name}: no such stage (${stageNames.length > 0 ? `stages: ${stageNames.join(', ')}` : 'the pipeline has no stages'})`);
+    if (!stageNames.includes(name))
+      problems.push(`--stage ${name}: no such stage (${stageNames.length > 0 ? `stages: ${stageNames.join(', ')}` : 'the pipeline has no stages'})`);
   }
   if (problems.length > 0) throw new CommandError(problems.join('\n'));
   const keepStep = (name: string) => name === 'init' || steps.length === 0 || steps.includes(name);

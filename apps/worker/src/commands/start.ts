@@ -67,7 +67,14 @@ export function readStartSources(flags: Record<string, unknown>, io: Io): StartC
   delete settings.config;
   delete settings.checkConfig;
   try {
-    const read = readStartConfig({ flags: settings, env: io.env, readFile: readVelaFile, cwd: io.cwd, ...(dotenv ? { dotenv } : {}), ...(configFile ? { configFile } : {}) });
+    const read = readStartConfig({
+      flags: settings,
+      env: io.env,
+      readFile: readVelaFile,
+      cwd: io.cwd,
+      ...(dotenv ? { dotenv } : {}),
+      ...(configFile ? { configFile } : {}),
+    });
     if (problems.length > 0) throw new CommandError(problems.join('\n'), EXIT.usage);
     return read;
   } catch (e) {
@@ -154,7 +161,14 @@ async function runStart(flags: Record<string, unknown>, io: Io): Promise<number>
       ? await loadRuntime(extras.runtimePlugin ?? config.runtime.driver, {
           cwd: io.cwd,
           options: extras.runtimeOptions,
-          builtinSettings: { ...runtimeSettings, dropCapabilities: config.runtime.dropCapabilities.length > 0 ? config.runtime.dropCapabilities : undefined, kubeconfig: config.runtime.config, namespace: config.runtime.namespace, podsTemplateName: config.runtime.podsTemplateName, podsTemplateFile: config.runtime.podsTemplateFile },
+          builtinSettings: {
+            ...runtimeSettings,
+            dropCapabilities: config.runtime.dropCapabilities.length > 0 ? config.runtime.dropCapabilities : undefined,
+            kubeconfig: config.runtime.config,
+            namespace: config.runtime.namespace,
+            podsTemplateName: config.runtime.podsTemplateName,
+            podsTemplateFile: config.runtime.podsTemplateFile,
+          },
         })
       : undefined;
   try {

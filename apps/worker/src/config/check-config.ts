@@ -7,7 +7,7 @@ import type { SettingValues } from './resolve.ts';
 import { type ConfigCommand, type SettingName, type SettingSpec, SETTINGS, settingsOf } from './table.ts';
 
 /** What stands in for a secret's value. */
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 function show(spec: SettingSpec, value: unknown): string {
   if (spec.secret) return JSON.stringify(REDACTED);

@@ -44,6 +44,7 @@ export function readConfigFile(file: string, cwd: string): { file: string; value
     throw new ConfigFileError(`the config file ${full} is not valid YAML: ${(e as Error).message.split('\n')[0]!}`);
   }
   if (data === null || data === undefined) return { file: full, values: {} };
-  if (!isMap(data)) throw new ConfigFileError(`the config file ${full} must be a map of settings (build-limit: 2), not ${Array.isArray(data) ? 'a list' : typeof data}`);
+  if (!isMap(data))
+    throw new ConfigFileError(`the config file ${full} must be a map of settings (build-limit: 2), not ${Array.isArray(data) ? 'a list' : typeof data}`);
   return { file: full, values: flatten(data) };
 }

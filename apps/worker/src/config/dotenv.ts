@@ -58,7 +58,8 @@ export function parseDotenv(text: string): Record<string, string> {
         end = i;
         break;
       }
-      if (!/[\p{L}\p{N}_.]/u.test(c)) throw new DotenvError(`unexpected character ${JSON.stringify(c)} in variable name near ${JSON.stringify(src.split('\n')[0])}`);
+      if (!/[\p{L}\p{N}_.]/u.test(c))
+        throw new DotenvError(`unexpected character ${JSON.stringify(c)} in variable name near ${JSON.stringify(src.split('\n')[0])}`);
     }
     if (end < 0) throw new DotenvError(`${JSON.stringify(src.split('\n')[0])} has no = (write NAME=value)`);
     const key = src.slice(0, end).trimEnd();
@@ -67,10 +68,11 @@ export function parseDotenv(text: string): Record<string, string> {
     const quote = src[0];
     if (quote === '"' || quote === "'") {
       let close = -1;
-      for (let i = 1; i < src.length; i++) if (src[i] === quote && src[i - 1] !== '\\') {
-        close = i;
-        break;
-      }
+      for (let i = 1; i < src.length; i++)
+        if (src[i] === quote && src[i - 1] !== '\\') {
+          close = i;
+          break;
+        }
       if (close < 0) throw new DotenvError(`unterminated quoted value ${src.split('\n')[0]!}`);
       let value = src.slice(1, close);
       if (quote === '"') value = expand(unescape(value), out);
@@ -82,10 +84,11 @@ export function parseDotenv(text: string): Record<string, string> {
     const line = eol < 0 ? src : src.slice(0, eol);
     // godotenv scans from the end: the last ` #` starts the comment.
     let comment = -1;
-    for (let i = line.length - 1; i > 0; i--) if (line[i] === '#' && isSpace(line[i - 1]!)) {
-      comment = i - 1;
-      break;
-    }
+    for (let i = line.length - 1; i > 0; i--)
+      if (line[i] === '#' && isSpace(line[i - 1]!)) {
+        comment = i - 1;
+        break;
+      }
     out[key] = expand((comment < 0 ? line : line.slice(0, comment)).replace(/^[ \t\v\f\r\u0085\u00a0]+|[ \t\v\f\r\u0085\u00a0]+$/g, ''), out);
     src = eol < 0 ? '' : src.slice(eol);
   }

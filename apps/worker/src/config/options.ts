@@ -46,16 +46,25 @@ export function addSettingOptions(cmd: Command, command: ConfigCommand): void {
   for (const group of HELP_GROUPS) {
     for (const name of names.filter((n) => SETTINGS[n].group === group)) {
       const spec: SettingSpec = SETTINGS[name];
-      const option = new Option(`${spec.short ? `-${spec.short}, ` : ''}--${spec.flag} ${PLACEHOLDER[spec.type]}`, describe(name, command)).helpGroup(`${group}:`);
+      const option = new Option(`${spec.short ? `-${spec.short}, ` : ''}--${spec.flag} ${PLACEHOLDER[spec.type]}`, describe(name, command)).helpGroup(
+        `${group}:`,
+      );
       if (spec.type === 'list') option.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
       if (spec.hidden) option.hideHelp();
       cmd.addOption(option);
     }
   }
   cmd.addOption(
-    new Option('--config <file>', 'a YAML file of settings, keyed by flag name (build-limit: 2) or Vela name (build.limit: 2); flags and variables win over it (env BERTH_CONFIG)').helpGroup(`${META_GROUP}:`),
+    new Option(
+      '--config <file>',
+      'a YAML file of settings, keyed by flag name (build-limit: 2) or Vela name (build.limit: 2); flags and variables win over it (env BERTH_CONFIG)',
+    ).helpGroup(`${META_GROUP}:`),
   );
-  cmd.addOption(new Option('--check-config', 'print the resolved configuration, with where each value came from and secrets redacted, and exit').helpGroup(`${META_GROUP}:`));
+  cmd.addOption(
+    new Option('--check-config', 'print the resolved configuration, with where each value came from and secrets redacted, and exit').helpGroup(
+      `${META_GROUP}:`,
+    ),
+  );
 }
 
 /**

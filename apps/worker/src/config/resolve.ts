@@ -79,11 +79,14 @@ function orList(items: readonly string[]): string {
 /** The table's own rules (allowed values, bounds, pattern) for a parsed value. */
 function check(spec: SettingSpec, value: unknown): string | undefined {
   if (spec.oneOf && !spec.oneOf.includes(String(value))) {
-    return spec.oneOf.length === 1 ? `must be ${spec.oneOf[0]!} (the only one Berth supports), got ${JSON.stringify(value)}` : `must be ${orList(spec.oneOf)}, got ${JSON.stringify(value)}`;
+    return spec.oneOf.length === 1
+      ? `must be ${spec.oneOf[0]!} (the only one Berth supports), got ${JSON.stringify(value)}`
+      : `must be ${orList(spec.oneOf)}, got ${JSON.stringify(value)}`;
   }
   if (typeof value === 'number') {
     const dur = spec.type === 'duration';
-    if (spec.min !== undefined && value < spec.min) return dur ? (spec.min <= 1e-6 ? 'must be longer than 0' : `must be at least ${formatGoDuration(spec.min)}`) : `must be at least ${spec.min}`;
+    if (spec.min !== undefined && value < spec.min)
+      return dur ? (spec.min <= 1e-6 ? 'must be longer than 0' : `must be at least ${formatGoDuration(spec.min)}`) : `must be at least ${spec.min}`;
     if (spec.max !== undefined && value > spec.max) return `must be at most ${dur ? formatGoDuration(spec.max) : spec.max}`;
   }
   if (spec.pattern) {
@@ -99,7 +102,14 @@ interface Raw {
   source: string;
 }
 
-function rawValue(name: SettingName, command: ConfigCommand, sources: ConfigSources, flags: Map<SettingName, Raw>, fromConfig: Map<SettingName, Raw>, issues: ConfigIssue[]): Raw | undefined {
+function rawValue(
+  name: SettingName,
+  command: ConfigCommand,
+  sources: ConfigSources,
+  flags: Map<SettingName, Raw>,
+  fromConfig: Map<SettingName, Raw>,
+  issues: ConfigIssue[],
+): Raw | undefined {
   const spec: SettingSpec = SETTINGS[name];
   const flag = flags.get(name);
   if (flag) return flag;
@@ -116,7 +126,11 @@ function rawValue(name: SettingName, command: ConfigCommand, sources: ConfigSour
     try {
       text = sources.readFile(spec.file);
     } catch (e) {
-      issues.push({ setting: name, source: `file ${spec.file}`, message: `cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; fix its permissions or remove it` });
+      issues.push({
+        setting: name,
+        source: `file ${spec.file}`,
+        message: `cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; fix its permissions or remove it`,
+      });
       return undefined;
     }
     // Go reads the file verbatim (urfave/cli value_source.go fileValueSource); Berth trims the
@@ -146,7 +160,11 @@ export function resolveSettings(command: ConfigCommand, sources: ConfigSources):
     for (const [key, value] of Object.entries(values)) {
       const name = settingBySpelling(key);
       if (name === undefined || !names.includes(name)) {
-        issues.push({ setting: 'config', source: `config ${file}`, message: `${JSON.stringify(key)} is not a setting of berth ${command}; \`berth ${command} --help\` lists them` });
+        issues.push({
+          setting: 'config',
+          source: `config ${file}`,
+          message: `${JSON.stringify(key)} is not a setting of berth ${command}; \`berth ${command} --help\` lists them`,
+        });
         continue;
       }
       if (value === null || value === undefined) continue;

@@ -53,7 +53,11 @@ const GO_FLAGS: Array<[string, string, SettingName, unknown]> = [
 ];
 
 /** Runs `berth start --check-config` and returns what it printed, by flag. */
-async function checkConfig(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number; stderr: string; lines: Map<string, string> }> {
+async function checkConfig(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<{ code: number; stderr: string; lines: Map<string, string> }> {
   const run = await runCli(['start', ...args, '--check-config'], { env: { ...BASE, ...env }, ...(cwd ? { cwd } : {}) });
   const lines = new Map<string, string>();
   for (const line of run.stdout.split('\n')) {
@@ -94,7 +98,18 @@ describe('berth start accepts every flag spelling go-vela/worker accepts', () =>
   });
 
   it('parses -name=value, --name value and bools without a value on the command line', async () => {
-    const { code, stderr, lines } = await checkConfig(['-build.limit=2', '--checkIn', '5m', '-log.level', 'd', '--queue.cluster=false', '--executor.enforce-trusted-repos', '-queue.routes=a,b', '--queue.routes', 'c']);
+    const { code, stderr, lines } = await checkConfig([
+      '-build.limit=2',
+      '--checkIn',
+      '5m',
+      '-log.level',
+      'd',
+      '--queue.cluster=false',
+      '--executor.enforce-trusted-repos',
+      '-queue.routes=a,b',
+      '--queue.routes',
+      'c',
+    ]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(lines.get('build-limit')).toBe('2 (flag --build-limit)');
@@ -136,7 +151,18 @@ describe('log level and format as cmd/vela-worker/run.go spells them', () => {
 
 describe("Go's value syntax", () => {
   it('booleans as strconv.ParseBool', () => {
-    for (const [s, b] of [['1', true], ['t', true], ['T', true], ['TRUE', true], ['True', true], ['0', false], ['f', false], ['F', false], ['FALSE', false], ['False', false]] as const) {
+    for (const [s, b] of [
+      ['1', true],
+      ['t', true],
+      ['T', true],
+      ['TRUE', true],
+      ['True', true],
+      ['0', false],
+      ['f', false],
+      ['F', false],
+      ['FALSE', false],
+      ['False', false],
+    ] as const) {
       expect(readStartConfig({ env: { ...BASE, VELA_EXECUTOR_ENFORCE_TRUSTED_REPOS: s } }).config.executor.enforceTrustedRepos).toBe(b);
     }
   });
@@ -166,7 +192,12 @@ describe('the /vela file fallbacks (cli.File)', () => {
     expect(config.executor.maxLogSize).toBe(2048);
     expect(config.executor.enforceTrustedRepos).toBe(false);
     expect(config.queue).toMatchObject({ addr: 'redis://queue:6379', routes: ['large', 'gpu'], popTimeoutMs: 30_000, publicKey: files['/vela/signing.pub'] });
-    expect(config.runtime).toMatchObject({ driver: 'kubernetes', namespace: 'builds', privilegedImages: ['target/vela-docker'], volumes: ['/cache:/cache:rw'] });
+    expect(config.runtime).toMatchObject({
+      driver: 'kubernetes',
+      namespace: 'builds',
+      privilegedImages: ['target/vela-docker'],
+      volumes: ['/cache:/cache:rw'],
+    });
   });
 
   it('come after flags and variables', () => {
@@ -175,7 +206,9 @@ describe('the /vela file fallbacks (cli.File)', () => {
   });
 
   it('name the file in a problem', () => {
-    expect(() => readStartConfig({ env: BASE, readFile: (p) => (p === '/vela/queue/pop_timeout' ? '30' : undefined) })).toThrow(/queue\.pop\.timeout \(file \/vela\/queue\/pop_timeout\): must be a Go duration with a unit/);
+    expect(() => readStartConfig({ env: BASE, readFile: (p) => (p === '/vela/queue/pop_timeout' ? '30' : undefined) })).toThrow(
+      /queue\.pop\.timeout \(file \/vela\/queue\/pop_timeout\): must be a Go duration with a unit/,
+    );
   });
 
   it('an unreadable file is a problem, not a crash', () => {
@@ -206,7 +239,7 @@ describe('.env (godotenv autoload)', () => {
       'VELA_RUNTIME_NAMESPACE=ci # trailing comment',
       'NAME=x#not-a-comment',
       'GREETING="hi\\n${NAME}"',
-      'SINGLE=\'${NAME}\'',
+      "SINGLE='${NAME}'",
       'UNQUOTED=$NAME-y',
       'EMPTY=',
     ].join('\r\n');
@@ -248,18 +281,8 @@ const program = await createProgram({ stdout: process.stdout, stderr: process.st
 describe('normalizeArgs', () => {
   const exec = program.commands.find((c) => c.name() === 'exec')!;
   it('rewrites Go spellings to the flags berth declares, and leaves values, short flags and what follows -- alone', () => {
-    expect(normalizeArgs(exec, 'exec', ['-build.timeout=5m', '--kubeconfig', '/k', '-e', '--namespace=x', '-eA=1', '-r', 'docker', 'file.yml', '--', '--timeout'])).toEqual([
-      '--build-timeout=5m',
-      '--runtime-config',
-      '/k',
-      '-e',
-      '--namespace=x',
-      '-eA=1',
-      '-r',
-      'docker',
-      'file.yml',
-      '--',
-      '--timeout',
-    ]);
+    expect(
+      normalizeArgs(exec, 'exec', ['-build.timeout=5m', '--kubeconfig', '/k', '-e', '--namespace=x', '-eA=1', '-r', 'docker', 'file.yml', '--', '--timeout']),
+    ).toEqual(['--build-timeout=5m', '--runtime-config', '/k', '-e', '--namespace=x', '-eA=1', '-r', 'docker', 'file.yml', '--', '--timeout']);
   });
 });

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 
 /** The directory's name under the parents below. */
-export const STATE_DIR_NAME = 'berth-worker';
+const STATE_DIR_NAME = 'berth-worker';
 
 /**
  * The default state directory, first that applies:

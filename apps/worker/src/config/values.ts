@@ -6,7 +6,7 @@
 import { parseGoDuration } from '@berth/context';
 
 /** Log levels of Berth's own log, as pino names them (`panic` is Go's, kept for its spelling). */
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'panic', 'silent'] as const;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'panic', 'silent'] as const;
 /** A log level. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -58,7 +58,7 @@ export function parseGoInt(text: string): number | undefined {
 }
 
 /** Go's `strconv.ParseBool`. */
-export function parseGoBool(text: string): boolean | undefined {
+function parseGoBool(text: string): boolean | undefined {
   if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
   if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
   return undefined;
@@ -69,14 +69,14 @@ export function parseGoBool(text: string): boolean | undefined {
  * on for debug, warn, error, fatal, panic, info), case-insensitively, plus `warning` and `silent`.
  * Go falls back to info on anything else; Berth refuses it, so a typo does not go unnoticed.
  */
-export function parseLogLevel(text: string): LogLevel | undefined {
+function parseLogLevel(text: string): LogLevel | undefined {
   const t = text.toLowerCase();
   if (t === 'warning') return 'warn';
   return LOG_LEVELS.find((level) => level === t || (t.length === 1 && level !== 'silent' && level[0] === t));
 }
 
 /** A log format as run.go switches on it (`t`, `text`, `Text`, `TEXT`, `j`, `json` …), case-insensitively. */
-export function parseLogFormat(text: string): 'json' | 'text' | undefined {
+function parseLogFormat(text: string): 'json' | 'text' | undefined {
   const t = text.toLowerCase();
   if (t === 'j' || t === 'json') return 'json';
   if (t === 't' || t === 'text') return 'text';
@@ -89,7 +89,7 @@ const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 2 ** 10, m: 2 ** 20
  * A memory size as Docker's `--memory` reads it (docker/go-units size.go `RAMInBytes`): a number
  * and an optional unit b, k, m, g, t, p (1024-based, with an optional `i`/`b`: `512m`, `2GiB`).
  */
-export function parseBytes(text: string): number | undefined {
+function parseBytes(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?) ?([kKmMgGtTpP]?)[iI]?[bB]?$/.exec(text);
   if (!m) return undefined;
   return Math.floor(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!);
@@ -97,7 +97,8 @@ export function parseBytes(text: string): number | undefined {
 
 /** The parser of each value type. Input is the raw text; YAML values arrive as numbers, booleans or arrays. */
 export const PARSERS: { [T in ValueType]: (raw: unknown) => Parsed<ValueTypes[T]> } = {
-  string: (raw) => (typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean' ? ok(String(raw)) : bad(`must be text, got ${JSON.stringify(raw)}`)),
+  string: (raw) =>
+    typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean' ? ok(String(raw)) : bad(`must be text, got ${JSON.stringify(raw)}`),
   path: (raw) => (typeof raw === 'string' && raw !== '' ? ok(raw) : bad(`must be a file or directory path, got ${JSON.stringify(raw)}`)),
   int: (raw) => {
     const n = typeof raw === 'number' ? raw : parseGoInt(String(raw).trim());
@@ -116,7 +117,8 @@ export const PARSERS: { [T in ValueType]: (raw: unknown) => Parsed<ValueTypes[T]
     const text = String(raw).trim();
     const ms = parseGoDuration(text);
     if (ms !== undefined) return ok(ms);
-    if (/^\d+(\.\d+)?$/.test(text)) return bad(`must be a Go duration with a unit (${text}s, ${text}m, ${text}h), got ${quote(text)}: a bare number is not one`);
+    if (/^\d+(\.\d+)?$/.test(text))
+      return bad(`must be a Go duration with a unit (${text}s, ${text}m, ${text}h), got ${quote(text)}: a bare number is not one`);
     return bad(`must be a Go duration like 30m, 15s or 1h30m, got ${quote(String(raw))}`);
   },
   list: (raw) => {
@@ -125,7 +127,9 @@ export const PARSERS: { [T in ValueType]: (raw: unknown) => Parsed<ValueTypes[T]
   },
   logLevel: (raw) => {
     const level = parseLogLevel(String(raw).trim());
-    return level ? ok(level) : bad(`must be one of ${LOG_LEVELS.join(', ')} (or Go's spellings: t, d, i, w, e, f, p, Debug, INFO …), got ${quote(String(raw))}`);
+    return level
+      ? ok(level)
+      : bad(`must be one of ${LOG_LEVELS.join(', ')} (or Go's spellings: t, d, i, w, e, f, p, Debug, INFO …), got ${quote(String(raw))}`);
   },
   logFormat: (raw) => {
     const format = parseLogFormat(String(raw).trim());

@@ -17,7 +17,7 @@ export interface ApiTls {
 const TLS_VERSIONS = { '1.0': 'TLSv1', '1.1': 'TLSv1.1', '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' } as const;
 
 /** The `/version` body, in Vela's shape. */
-export function versionBody(version: string): Record<string, unknown> {
+function versionBody(version: string): Record<string, unknown> {
   const [core = '0.0.0', pre] = version.split('-', 2);
   const [major = 0, minor = 0, patch = 0] = core.split('.').map((n) => Number(n) || 0);
   return {
@@ -34,7 +34,8 @@ function executorJson(daemon: WorkerApiHost, entry: SlotEntry): Record<string, u
   return { id: entry.slot, runtime: daemon.config.runtime.driver, distribution: 'linux', build: entry.build(), pipeline: entry.pipeline };
 }
 
-const json = (reply: FastifyReply, status: number, body: unknown): FastifyReply => reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
+const json = (reply: FastifyReply, status: number, body: unknown): FastifyReply =>
+  reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
 
 /**
  * Builds the API of `daemon`. Every `/api/v1` route requires a bearer token the Vela server

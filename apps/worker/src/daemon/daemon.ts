@@ -23,7 +23,7 @@ import { Drain } from './drain.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { RunningBuildsFile } from './state.ts';
 
-export { STALE_BUILD_MESSAGE, sanitizePipeline } from './slot-runner.ts';
+export { STALE_BUILD_MESSAGE } from './slot-runner.ts';
 
 /** Options of {@link Daemon.start}. */
 export interface DaemonOptions {
@@ -143,7 +143,12 @@ export class Daemon implements WorkerApiHost {
     };
     this.#registrar = new Registrar(this.#core);
     this.#reaper = new Reaper(this.#core, this.#registrar);
-    this.#slots = new SlotRunner(this.#core, { registrar: this.#registrar, reaper: this.#reaper, events: this.#events, cleanupTimeoutMs: options.cleanupTimeoutMs });
+    this.#slots = new SlotRunner(this.#core, {
+      registrar: this.#registrar,
+      reaper: this.#reaper,
+      events: this.#events,
+      cleanupTimeoutMs: options.cleanupTimeoutMs,
+    });
     this.#drain = new Drain(this.#core, {
       registrar: this.#registrar,
       slots: this.#slots,
@@ -225,7 +230,10 @@ export class Daemon implements WorkerApiHost {
   /** The certificate and key of an https worker address, read now so a bad path fails the start. */
   #tls(): ApiTls {
     const { cert, certKey, tlsMinVersion } = this.config.server;
-    if (!cert || !certKey) throw new Error('unable to run with TLS: the worker address is https but no certificate is set (set server.cert and server.cert-key, VELA_SERVER_CERT and VELA_SERVER_CERT_KEY)');
+    if (!cert || !certKey)
+      throw new Error(
+        'unable to run with TLS: the worker address is https but no certificate is set (set server.cert and server.cert-key, VELA_SERVER_CERT and VELA_SERVER_CERT_KEY)',
+      );
     const read = (file: string, what: string): Buffer => {
       try {
         return readFileSync(file);
@@ -237,14 +245,16 @@ export class Daemon implements WorkerApiHost {
   }
 
   async #createRuntime(): Promise<void> {
-    const descriptor = this.#o.runtime ?? selectRuntime(this.config.runtime.driver, {
-      kubeconfig: this.config.runtime.config,
-      namespace: this.config.runtime.namespace,
-      podsTemplateName: this.config.runtime.podsTemplateName,
-      podsTemplateFile: this.config.runtime.podsTemplateFile,
-      dropCapabilities: this.config.runtime.dropCapabilities,
-      ...this.#o.runtimeSettings,
-    });
+    const descriptor =
+      this.#o.runtime ??
+      selectRuntime(this.config.runtime.driver, {
+        kubeconfig: this.config.runtime.config,
+        namespace: this.config.runtime.namespace,
+        podsTemplateName: this.config.runtime.podsTemplateName,
+        podsTemplateFile: this.config.runtime.podsTemplateFile,
+        dropCapabilities: this.config.runtime.dropCapabilities,
+        ...this.#o.runtimeSettings,
+      });
     for (let attempt = 1; ; attempt++) {
       const [ctx, cancel] = withTimeout(this.#root, 30_000);
       try {
@@ -298,7 +308,14 @@ export class Daemon implements WorkerApiHost {
       const queueOk = this.#registrar.queue ? await this.#registrar.queue.ping() : false;
       const runtimeError = this.#runtime ? await probeRuntime(ctx, this.#runtime) : 'the runtime is not created yet';
       const checks: Readiness['checks'] = {
-        registered: this.#registrar.registered ? { ok: true } : { ok: false, error: this.#registrar.checkInError ?? (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet') },
+        registered: this.#registrar.registered
+          ? { ok: true }
+          : {
+              ok: false,
+              error:
+                this.#registrar.checkInError ??
+                (this.credentials.token === undefined ? 'waiting for a registration token (POST /register)' : 'not checked in yet'),
+            },
         queue: queueOk ? { ok: true } : { ok: false, error: this.#registrar.queue ? 'Redis does not answer PING' : 'no queue yet (not registered)' },
         runtime: runtimeError === undefined ? { ok: true } : { ok: false, error: runtimeError },
       };
@@ -340,7 +357,10 @@ export class Daemon implements WorkerApiHost {
     const cause = new Error('canceled through the worker API');
     if (executor) executor.cancelBuild(cause);
     else entry.pendingCancel ??= cause;
-    this.log.warn({ ...where, executor: executor ? 'running' : 'starting' }, executor ? 'build canceled through the API' : 'build canceled through the API while its slot starts: recorded, applied when the build starts');
+    this.log.warn(
+      { ...where, executor: executor ? 'running' : 'starting' },
+      executor ? 'build canceled through the API' : 'build canceled through the API while its slot starts: recorded, applied when the build starts',
+    );
     const [ctx, cancel] = withTimeout(this.#root, waitMs);
     let result: BuildResult | undefined;
     let settled = false;
@@ -349,7 +369,8 @@ export class Daemon implements WorkerApiHost {
     } finally {
       cancel();
     }
-    if (settled && result?.status !== 'canceled') return { build: { ...entry.build(), status: result?.status ?? entry.build().status ?? 'error' }, canceled: false };
+    if (settled && result?.status !== 'canceled')
+      return { build: { ...entry.build(), status: result?.status ?? entry.build().status ?? 'error' }, canceled: false };
     return { build: { ...entry.build(), status: 'canceled' }, canceled: true };
   }
 

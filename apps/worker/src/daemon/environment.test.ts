@@ -38,7 +38,9 @@ describe('runEnvironment (Vela step.Environment)', () => {
   });
 
   it("uses the container's workspace", () => {
-    const env = runEnvironment(build, { host: 'w', runtime: 'docker', started: 1 })(emptyContainer({ name: 's', image: 'i', environment: { VELA_WORKSPACE: '/vela/src/github.com/octo/app' } }));
+    const env = runEnvironment(build, { host: 'w', runtime: 'docker', started: 1 })(
+      emptyContainer({ name: 's', image: 'i', environment: { VELA_WORKSPACE: '/vela/src/github.com/octo/app' } }),
+    );
     expect(env['VELA_BUILD_WORKSPACE']).toBe('/vela/src/github.com/octo/app');
   });
 });

@@ -23,7 +23,10 @@ function importCycles(files: string[]): string[][] {
   for (const f of files) {
     const text = readFileSync(f, 'utf8');
     const deps = [...text.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/gm)].map((m) => path.resolve(path.dirname(f), m[1]!));
-    graph.set(f, deps.filter((d) => files.includes(d)));
+    graph.set(
+      f,
+      deps.filter((d) => files.includes(d)),
+    );
   }
   const cycles: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();

@@ -36,7 +36,12 @@ export class DaemonMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     this.buildsRunning = new Gauge({ name: 'berth_worker_builds_running', help: 'Builds running on this worker now.', registers });
-    this.buildsTotal = new Counter({ name: 'berth_worker_builds_total', help: 'Builds this worker finished, by final status.', labelNames: ['status'], registers });
+    this.buildsTotal = new Counter({
+      name: 'berth_worker_builds_total',
+      help: 'Builds this worker finished, by final status.',
+      labelNames: ['status'],
+      registers,
+    });
     this.buildDuration = new Histogram({
       name: 'berth_worker_build_duration_seconds',
       help: 'Duration of builds from claim to final status, by final status.',
@@ -44,7 +49,12 @@ export class DaemonMetrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.queueWait = new Histogram({ name: 'berth_worker_queue_wait_seconds', help: 'Time from enqueue (server) to claim (this worker).', buckets: WAIT_BUCKETS, registers });
+    this.queueWait = new Histogram({
+      name: 'berth_worker_queue_wait_seconds',
+      help: 'Time from enqueue (server) to claim (this worker).',
+      buckets: WAIT_BUCKETS,
+      registers,
+    });
     this.stepDuration = new Histogram({
       name: 'berth_worker_step_duration_seconds',
       help: 'Duration of steps and services that started, by kind and final status.',
@@ -52,14 +62,24 @@ export class DaemonMetrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.logBytes = new Counter({ name: 'berth_worker_log_bytes_total', help: 'Log bytes received from containers (masked, capped), by kind.', labelNames: ['kind'], registers });
+    this.logBytes = new Counter({
+      name: 'berth_worker_log_bytes_total',
+      help: 'Log bytes received from containers (masked, capped), by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
     this.apiCalls = new Counter({
       name: 'berth_worker_server_api_calls_total',
       help: 'Calls to the Vela server API (each attempt), by method and HTTP status (0: no answer).',
       labelNames: ['method', 'status'],
       registers,
     });
-    this.runtimeErrors = new Counter({ name: 'berth_worker_runtime_errors_total', help: 'Runtime calls that failed, by RuntimeError code.', labelNames: ['code'], registers });
+    this.runtimeErrors = new Counter({
+      name: 'berth_worker_runtime_errors_total',
+      help: 'Runtime calls that failed, by RuntimeError code.',
+      labelNames: ['code'],
+      registers,
+    });
     this.queueItems = new Counter({
       name: 'berth_worker_queue_pops_total',
       help: 'Queue pops by result: item, stale, bad-signature, bad-item, empty, error.',
@@ -80,7 +100,12 @@ export class DaemonMetrics {
       },
     });
     this.buildLimit = new Gauge({ name: 'berth_worker_build_limit', help: 'How many builds this worker runs at once (VELA_BUILD_LIMIT).', registers });
-    this.versionInfo = new Gauge({ name: 'berth_worker_version_info', help: "The worker's version, as a label; the value is always 1.", labelNames: ['version'], registers });
+    this.versionInfo = new Gauge({
+      name: 'berth_worker_version_info',
+      help: "The worker's version, as a label; the value is always 1.",
+      labelNames: ['version'],
+      registers,
+    });
     // Node's default metrics under their standard names (process_*, nodejs_*), so stock dashboards work.
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

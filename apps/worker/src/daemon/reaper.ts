@@ -51,9 +51,14 @@ export class Reaper {
           continue;
         }
         const saved = left.get(b.id);
-        await this.failBuild(ctx, { id: b.id, org, repo, number: b.number }, 'The worker running this build stopped unexpectedly (it was restarted); the build was lost.', {
-          token: saved?.token,
-        });
+        await this.failBuild(
+          ctx,
+          { id: b.id, org, repo, number: b.number },
+          'The worker running this build stopped unexpectedly (it was restarted); the build was lost.',
+          {
+            token: saved?.token,
+          },
+        );
       }
       this.#core.state.reset();
       await this.#registrar.putWorker(ctx);
@@ -75,7 +80,12 @@ export class Reaper {
    * perm.MustBuildAccess, which lets only a WorkerBuild token or a platform admin through; the
    * secret maps to a ServerWorker claim). Never rejects.
    */
-  async failBuild(ctx: Context, b: { id?: number; org: string; repo: string; number: number }, message: string, how: { token?: string | undefined } = {}): Promise<boolean> {
+  async failBuild(
+    ctx: Context,
+    b: { id?: number; org: string; repo: string; number: number },
+    message: string,
+    how: { token?: string | undefined } = {},
+  ): Promise<boolean> {
     const where = { build: b.id, repo: `${b.org}/${b.repo}`, number: b.number };
     const tokens: string[] = [];
     if (how.token) tokens.push(how.token);
@@ -83,7 +93,11 @@ export class Reaper {
       try {
         tokens.push(await this.#registrar.authClient().buildToken(ctx, b.org, b.repo, b.number, { retry: { attempts: 3 } }));
       } catch (e) {
-        if (isVelaStatus(e, 409)) this.#core.log.warn({ ...where, error: message }, 'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server');
+        if (isVelaStatus(e, 409))
+          this.#core.log.warn(
+            { ...where, error: message },
+            'no build token for a build that is no longer pending (none was saved): left as the server has it; cancel it on the server',
+          );
         else if (isVelaStatus(e, 404)) this.#core.log.warn({ ...where }, 'the server has no such build');
         else this.#core.log.error({ ...where, err: e }, 'could not get a build token to report the build as errored');
         return false;
@@ -91,7 +105,9 @@ export class Reaper {
     }
     for (const token of tokens) {
       try {
-        await this.#core.client.withToken(token).updateBuild(ctx, b.org, b.repo, { number: b.number, status: 'error', error: message, finished: nowSec() }, { retry: { attempts: 3 } });
+        await this.#core.client
+          .withToken(token)
+          .updateBuild(ctx, b.org, b.repo, { number: b.number, status: 'error', error: message, finished: nowSec() }, { retry: { attempts: 3 } });
         this.#core.log.warn({ ...where, error: message }, 'build reported as errored');
         return true;
       } catch (e) {

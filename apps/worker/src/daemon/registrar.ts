@@ -104,7 +104,8 @@ export class Registrar {
     const { credentials, config, log } = this.#core;
     while (!ctx.signal.aborted) {
       // Until a check-in and its queue PING both worked, retry every 5 s (operate.go's inner loop).
-      const delay = this.#registered && this.#queueOk ? nextCheckInDelayMs(credentials.token ?? '', config.worker.checkInMs) : Math.min(5_000, config.worker.checkInMs);
+      const delay =
+        this.#registered && this.#queueOk ? nextCheckInDelayMs(credentials.token ?? '', config.worker.checkInMs) : Math.min(5_000, config.worker.checkInMs);
       try {
         await sleep(ctx, delay);
         await this.#checkInOnce(ctx);

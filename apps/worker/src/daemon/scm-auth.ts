@@ -22,7 +22,7 @@ import { allContainers, type Build, type Container } from '@berth/pipeline';
 import type { VelaClient } from '../vela/client.ts';
 
 /** Go refreshes the install token when fewer than this many seconds remain (`build.go` UpdateSCMAuth). */
-export const SCM_REFRESH_WINDOW_SEC = 45 * 60;
+const SCM_REFRESH_WINDOW_SEC = 45 * 60;
 
 /** What {@link ScmAuth} needs of the build. */
 export interface ScmAuthOptions {

@@ -7,7 +7,13 @@ import { secretAddress, velaSecretDenial } from './secrets.ts';
 const DEFAULTS: VelaSecret = {
   value: 'v',
   images: [],
-  allow_events: { push: { branch: true, tag: true, delete_branch: false, delete_tag: false }, pull_request: {}, deployment: { created: true }, comment: {}, schedule: {} },
+  allow_events: {
+    push: { branch: true, tag: true, delete_branch: false, delete_tag: false },
+    pull_request: {},
+    deployment: { created: true },
+    comment: {},
+    schedule: {},
+  },
   allow_command: true,
   allow_substitution: true,
 };
@@ -27,9 +33,19 @@ describe('velaSecretDenial (Vela Secret.Match)', () => {
     ['defaults, a tag build', {}, step({}, 'tag'), undefined],
     ['defaults, a deployment:created build', {}, step({}, 'deployment', 'created'), undefined],
     ['defaults, a deployment build without an action (older servers)', {}, step({}, 'deployment'), undefined],
-    ['defaults deny pull requests', {}, step({}, 'pull_request', 'opened'), /not allowed for pull_request:opened builds \(allow_events: push, tag, deployment\)/],
+    [
+      'defaults deny pull requests',
+      {},
+      step({}, 'pull_request', 'opened'),
+      /not allowed for pull_request:opened builds \(allow_events: push, tag, deployment\)/,
+    ],
     ['pull_request:synchronize allowed', { allow_events: { pull_request: { synchronize: true } } }, step({}, 'pull_request', 'synchronize'), undefined],
-    ['pull_request:opened not allowed by synchronize alone', { allow_events: { pull_request: { synchronize: true } } }, step({}, 'pull_request', 'opened'), /allow_events: pull_request:synchronize\)/],
+    [
+      'pull_request:opened not allowed by synchronize alone',
+      { allow_events: { pull_request: { synchronize: true } } },
+      step({}, 'pull_request', 'opened'),
+      /allow_events: pull_request:synchronize\)/,
+    ],
     ['comment:edited', { allow_events: { comment: { edited: true } } }, step({}, 'comment', 'edited'), undefined],
     ['schedule', { allow_events: { schedule: { run: true } } }, step({}, 'schedule'), undefined],
     ['delete:branch', { allow_events: { push: { delete_branch: true } } }, step({}, 'delete', 'branch'), undefined],
@@ -40,9 +56,19 @@ describe('velaSecretDenial (Vela Secret.Match)', () => {
     ['allow_command false, a plain plugin', { allow_command: false }, step({ image: 'plugins/docker:1' }), undefined],
     ['allow_command unset counts as false', { allow_command: undefined }, step({ commands: ['env'] }), /does not allow commands/],
     ['images: prefix match', { images: ['plugins/docker'] }, step({ image: 'plugins/docker:20.10' }), undefined],
-    ['images: another image', { images: ['plugins/docker', 'plugins/kaniko'] }, step({ image: 'alpine:3.20' }), /restricted to the images plugins\/docker, plugins\/kaniko, and this container runs alpine:3\.20/],
+    [
+      'images: another image',
+      { images: ['plugins/docker', 'plugins/kaniko'] },
+      step({ image: 'alpine:3.20' }),
+      /restricted to the images plugins\/docker, plugins\/kaniko, and this container runs alpine:3\.20/,
+    ],
     ['images: only empty entries match nothing', { images: [''] }, step(), /restricted to the images \(none\)/],
-    ['images checked only after events', { images: ['plugins/docker'] }, step({ image: 'plugins/docker' }, 'pull_request', 'opened'), /not allowed for pull_request:opened/],
+    [
+      'images checked only after events',
+      { images: ['plugins/docker'] },
+      step({ image: 'plugins/docker' }, 'pull_request', 'opened'),
+      /not allowed for pull_request:opened/,
+    ],
   ];
   it.each(cases)('%s', (_name, override, container, expected) => {
     const denial = velaSecretDenial({ ...DEFAULTS, ...override }, container);

@@ -35,12 +35,15 @@ export function secretAddress(secret: Secret, repo: { org: string; name: string 
       return { engine, type, org: parts[0], name: '*', key: parts.slice(1).join('/') };
     }
     case 'repo': {
-      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/')) throw bad(`repo secret key ${JSON.stringify(secret.key)} is not org/repo/name`);
-      if (parts[0] !== repo.org || parts[1] !== repo.name) throw bad(`repo secret of ${parts[0]}/${parts[1]} is not available to a build of ${repo.org}/${repo.name}`);
+      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/'))
+        throw bad(`repo secret key ${JSON.stringify(secret.key)} is not org/repo/name`);
+      if (parts[0] !== repo.org || parts[1] !== repo.name)
+        throw bad(`repo secret of ${parts[0]}/${parts[1]} is not available to a build of ${repo.org}/${repo.name}`);
       return { engine, type, org: parts[0], name: parts[1], key: parts.slice(2).join('/') };
     }
     case 'shared': {
-      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/')) throw bad(`shared secret key ${JSON.stringify(secret.key)} is not org/team/name`);
+      if (parts.length < 3 || !parts[0] || !parts[1] || !parts.slice(2).join('/'))
+        throw bad(`shared secret key ${JSON.stringify(secret.key)} is not org/team/name`);
       return { engine, type, org: parts[0], name: parts[1], key: parts.slice(2).join('/') };
     }
     default:

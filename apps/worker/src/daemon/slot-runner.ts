@@ -60,7 +60,11 @@ export class SlotRunner {
       }
       // go-vela/worker operate.go: a build thread skips the queue while the last check-in or its
       // queue PING failed.
-      const why = !this.#registrar.registered ? 'worker not checked in: skipping the queue until a check-in works' : !this.#registrar.queueOk ? 'queue PING failed: skipping the queue until a check-in pings it' : undefined;
+      const why = !this.#registrar.registered
+        ? 'worker not checked in: skipping the queue until a check-in works'
+        : !this.#registrar.queueOk
+          ? 'queue PING failed: skipping the queue until a check-in pings it'
+          : undefined;
       if (why !== undefined) {
         if (skipping !== why) this.#core.log.warn({ slot }, why);
         skipping = why;
@@ -116,7 +120,9 @@ export class SlotRunner {
   }
 
   async #badItem(slot: number, entry: RawEntry, reason: string, unverified: UnverifiedBuild | undefined): Promise<void> {
-    const what = unverified ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number } : {};
+    const what = unverified
+      ? { build: unverified.id, repo: unverified.org && unverified.repo ? `${unverified.org}/${unverified.repo}` : undefined, number: unverified.number }
+      : {};
     this.#core.log.error({ slot, route: entry.route, bytes: entry.bytes.length, ...what }, `dropped a queue item: ${reason}`);
     if (unverified?.org && unverified.repo && typeof unverified.number === 'number') {
       await this.#reaper.failBuild(
@@ -130,7 +136,10 @@ export class SlotRunner {
 
   async #stale(slot: number, item: QueueItem, version: number): Promise<void> {
     const b = item.build;
-    this.#core.log.warn({ slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version }, 'stale queue item (another item version): failing the build');
+    this.#core.log.warn(
+      { slot, build: b.id, repo: `${b.repo.org}/${b.repo.name}`, number: b.number, itemVersion: version },
+      'stale queue item (another item version): failing the build',
+    );
     await this.#reaper.failBuild(this.#core.root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, STALE_BUILD_MESSAGE);
     // It was never added to running_builds; make sure the server agrees.
     await this.#registrar.putWorker(this.#core.root).catch((e: unknown) => this.#core.log.warn({ err: e }, 'worker update failed'));
@@ -158,9 +167,14 @@ export class SlotRunner {
           await sleep(this.#core.claimCtx, this.#core.errorBackoffMs).catch(() => undefined);
         } else {
           this.#core.log.error({ ...where, err: claim.error }, 'could not get the executable');
-          await this.#reaper.failBuild(this.#core.root, { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number }, `The worker could not get the build's executable: ${claim.error.message}`, {
-            token: claim.buildToken,
-          });
+          await this.#reaper.failBuild(
+            this.#core.root,
+            { id: b.id, org: b.repo.org, repo: b.repo.name, number: b.number },
+            `The worker could not get the build's executable: ${claim.error.message}`,
+            {
+              token: claim.buildToken,
+            },
+          );
         }
         return;
       case 'claimed':
@@ -188,7 +202,8 @@ export class SlotRunner {
     const where = { slot, build: vb.id, repo: `${org}/${name}`, number: vb.number };
     // The server sets `enqueued` only after the push (S api/build/enqueue.go), so the item's build
     // usually lacks it: fall back to `created` (set when the build was created, just before).
-    const queuedAt = typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
+    const queuedAt =
+      typeof vb.enqueued === 'number' && vb.enqueued > 0 ? vb.enqueued : typeof vb.created === 'number' && vb.created > 0 ? vb.created : undefined;
     if (queuedAt !== undefined) this.#core.metrics.queueWait.observe(Math.max(0, started / 1000 - queuedAt));
     const client = claim.client;
     const reporter = new VelaReporter({ client, build: vb, logger: { warn: (o, m) => this.#core.log.warn({ ...where, ...o }, m) } });
@@ -197,15 +212,28 @@ export class SlotRunner {
     let build: Build | undefined;
     let problem: string | undefined;
     const parsed = parseBuild(claim.pipeline);
-    if (!parsed.ok) problem = parsed.issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
+    if (!parsed.ok)
+      problem = parsed.issues
+        .slice(0, 5)
+        .map((i) => `${i.path}: ${i.message}`)
+        .join('; ');
     else {
       const issues = validateBuild(parsed.value);
-      if (issues.length > 0) problem = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
+      if (issues.length > 0)
+        problem = issues
+          .slice(0, 5)
+          .map((i) => `${i.path}: ${i.message}`)
+          .join('; ');
       else build = prepareBuild(parsed.value, { org, repo: name, number: vb.number });
     }
     if (!build) {
       this.#core.log.error({ ...where, problem }, 'the executable is not a pipeline Berth can run');
-      await this.#reaper.failBuild(this.#core.root, { id: vb.id, org, repo: name, number: vb.number }, `The build's executable is not a valid pipeline: ${problem}`, { token: claim.buildToken });
+      await this.#reaper.failBuild(
+        this.#core.root,
+        { id: vb.id, org, repo: name, number: vb.number },
+        `The build's executable is not a valid pipeline: ${problem}`,
+        { token: claim.buildToken },
+      );
       this.#core.metrics.buildsTotal.inc({ status: 'error' });
       return;
     }
@@ -243,7 +271,9 @@ export class SlotRunner {
     const guarded = this.#core.config.executor.enforceTrustedRepos && vb.repo.trusted !== true ? this.#core.config.runtime.privilegedImages : [];
     const untrustedPrivileged = (image: string): void => {
       if (guarded.length > 0 && isPrivilegedImage(image, guarded)) {
-        throw new Error(`attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`);
+        throw new Error(
+          `attempting to use privileged image (${image}) as untrusted repo (mark the repo trusted on the server, or remove the image from VELA_RUNTIME_PRIVILEGED_IMAGES)`,
+        );
       }
     };
     const environment = runEnvironment(vb, { host: this.#core.workerId, runtime: this.#core.runtime!.name, started: Math.floor(started / 1000) });
@@ -287,7 +317,9 @@ export class SlotRunner {
     } catch (e) {
       this.#core.log.error({ ...where, err: e }, 'the build failed unexpectedly');
       this.#core.metrics.buildsTotal.inc({ status: 'error' });
-      await this.#reaper.failBuild(this.#core.root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, { token: claim.buildToken });
+      await this.#reaper.failBuild(this.#core.root, { id: vb.id, org, repo: name, number: vb.number }, `The worker failed running the build: ${errText(e)}`, {
+        token: claim.buildToken,
+      });
     } finally {
       reporter.abandon();
       this.#core.slots.delete(slot);
@@ -304,10 +336,16 @@ export class SlotRunner {
     return {
       buildStatus: () => Promise.resolve(),
       stepStatus: (_ctx, step) => {
-        if (step.finished !== undefined && step.started !== undefined && step.kind !== 'init' && ['success', 'failure', 'error', 'canceled', 'killed'].includes(step.status)) {
+        if (
+          step.finished !== undefined &&
+          step.started !== undefined &&
+          step.kind !== 'init' &&
+          ['success', 'failure', 'error', 'canceled', 'killed'].includes(step.status)
+        ) {
           this.#core.metrics.stepDuration.observe({ kind: step.kind, status: step.status }, Math.max(0, (step.finished - step.started) / 1000));
         }
-        if (step.kind !== 'init' && step.status !== 'running' && step.status !== 'pending') this.#core.log.debug({ ...where, step: step.name, status: step.status, exitCode: step.exitCode }, 'step finished');
+        if (step.kind !== 'init' && step.status !== 'running' && step.status !== 'pending')
+          this.#core.log.debug({ ...where, step: step.name, status: step.status, exitCode: step.exitCode }, 'step finished');
         return Promise.resolve();
       },
       appendLog: (_ctx, target, chunk) => {
@@ -336,7 +374,7 @@ function ruleDataOf(b: VelaBuild): { branch?: string; event?: string; repo?: str
 const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'];
 
 /** The pipeline as the executors API shows it: no token, no secret values, no credentials in env. */
-export function sanitizePipeline(build: Build): Record<string, unknown> {
+function sanitizePipeline(build: Build): Record<string, unknown> {
   const json = marshalBuild(build);
   if (typeof json.token === 'string' && json.token !== '') json.token = '***';
   const scrubEnv = (env: unknown): void => {
@@ -345,7 +383,7 @@ export function sanitizePipeline(build: Build): Record<string, unknown> {
   scrubEnv(json.environment);
   for (const s of (json.secrets as Array<Record<string, unknown>> | undefined) ?? []) if (typeof s.value === 'string' && s.value !== '') s.value = '***';
   for (const list of ['steps', 'services'] as const) for (const c of (json[list] as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
-  for (const st of (json.stages as Array<Record<string, unknown>> | undefined) ?? []) for (const c of (st.steps as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
+  for (const st of (json.stages as Array<Record<string, unknown>> | undefined) ?? [])
+    for (const c of (st.steps as Array<Record<string, unknown>> | undefined) ?? []) scrubEnv(c.environment);
   return json;
 }
-

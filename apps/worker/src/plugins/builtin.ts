@@ -28,7 +28,15 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     name: 'kubernetes',
     packageName: '@berth/runtime-kubernetes',
     description: 'one pod per build on a Kubernetes cluster (kubeconfig or in-cluster)',
-    options: { kubeconfig: 'string', namespace: 'string', pauseImage: 'string', podsTemplateFile: 'string', podsTemplateName: 'string', pullGraceMs: 'number', pendingTimeoutMs: 'number' },
+    options: {
+      kubeconfig: 'string',
+      namespace: 'string',
+      pauseImage: 'string',
+      podsTemplateFile: 'string',
+      podsTemplateName: 'string',
+      pullGraceMs: 'number',
+      pendingTimeoutMs: 'number',
+    },
     load: async (options) => (await import('@berth/runtime-kubernetes')).kubernetesRuntime(options),
   },
   {
@@ -45,7 +53,11 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
  * (settings the worker read itself, e.g. `--kubeconfig`) fill what the strings leave unset.
  * Throws an `Error` naming the unknown option or the bad value, and what is accepted.
  */
-export function builtinOptions(runtime: BuiltinRuntime, strings: Readonly<Record<string, string>>, typed: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+export function builtinOptions(
+  runtime: BuiltinRuntime,
+  strings: Readonly<Record<string, string>>,
+  typed: Readonly<Record<string, unknown>> = {},
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(typed)) if (value !== undefined && key in runtime.options) out[key] = value;
   for (const [key, value] of Object.entries(strings)) {
@@ -55,10 +67,14 @@ export function builtinOptions(runtime: BuiltinRuntime, strings: Readonly<Record
     }
     if (kind === 'number') {
       const number = Number(value);
-      if (value.trim() === '' || !Number.isFinite(number)) throw new Error(`option ${key} of the ${runtime.name} runtime must be a number; got ${JSON.stringify(value)}`);
+      if (value.trim() === '' || !Number.isFinite(number))
+        throw new Error(`option ${key} of the ${runtime.name} runtime must be a number; got ${JSON.stringify(value)}`);
       out[key] = number;
     } else if (kind === 'list') {
-      out[key] = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+      out[key] = value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
     } else {
       out[key] = value;
     }

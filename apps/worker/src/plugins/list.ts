@@ -18,7 +18,7 @@ export interface RuntimeListing {
 }
 
 /** Installed packages named like runtime plugins (`berth-runtime-*`, `@scope/berth-runtime-*`) in `<cwd>/node_modules`. */
-export function installedPluginNames(cwd: string): string[] {
+function installedPluginNames(cwd: string): string[] {
   const modules = path.join(cwd, 'node_modules');
   const names: string[] = [];
   const list = (dir: string): string[] => {
@@ -53,7 +53,14 @@ export async function listRuntimes(cwd: string): Promise<RuntimeListing[]> {
   for (const [spec, source, description] of candidates) {
     try {
       const { descriptor } = await loadRuntime(spec, { cwd });
-      listings.push({ spec, source, name: descriptor.name, version: descriptor.version, contract: descriptor.contract, ...(description === undefined ? {} : { description }) });
+      listings.push({
+        spec,
+        source,
+        name: descriptor.name,
+        version: descriptor.version,
+        contract: descriptor.contract,
+        ...(description === undefined ? {} : { description }),
+      });
     } catch (error) {
       listings.push({ spec, source, problem: (error as Error).message, ...(description === undefined ? {} : { description }) });
     }
@@ -63,7 +70,13 @@ export async function listRuntimes(cwd: string): Promise<RuntimeListing[]> {
 
 /** The listing as `berth runtimes` prints it. */
 export function formatListing(listings: readonly RuntimeListing[]): string {
-  const rows = listings.map((l) => [l.spec, l.source, l.version ?? '-', l.contract ?? '-', l.problem === undefined ? (l.description ?? `runtime "${l.name ?? l.spec}"`) : `cannot load: ${l.problem}`]);
+  const rows = listings.map((l) => [
+    l.spec,
+    l.source,
+    l.version ?? '-',
+    l.contract ?? '-',
+    l.problem === undefined ? (l.description ?? `runtime "${l.name ?? l.spec}"`) : `cannot load: ${l.problem}`,
+  ]);
   const header = ['RUNTIME', 'SOURCE', 'VERSION', 'CONTRACT', 'WHAT'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');

@@ -7,7 +7,7 @@ import { CommandError, EXIT } from '../exit-codes.ts';
 import { BUILTIN_RUNTIMES, builtinOptions } from './builtin.ts';
 
 /** Where a runtime plugin came from. */
-export type PluginSource = 'builtin' | 'package' | 'path';
+type PluginSource = 'builtin' | 'package' | 'path';
 
 /** A runtime plugin the worker loaded and checked. */
 export interface LoadedRuntime {
@@ -28,7 +28,7 @@ export interface LoadOptions {
 }
 
 /** `./x.js`, `../x`, `/abs/x.mjs`, `C:\…` or a name ending in a script extension is a path; anything else a package. */
-export function isPathSpec(spec: string): boolean {
+function isPathSpec(spec: string): boolean {
   return spec.startsWith('.') || path.isAbsolute(spec) || /\.(?:[cm]?js|[cm]?ts)$/.test(spec);
 }
 
@@ -58,7 +58,8 @@ export async function loadRuntime(spec: string, load: LoadOptions): Promise<Load
   let url: string;
   if (source === 'path') {
     const file = path.resolve(load.cwd, spec);
-    if (!existsSync(file)) throw usage(`--runtime ${spec}: no such file ${file}. Give docker, kubernetes, host, an installed package name, or a path to a plugin module.`);
+    if (!existsSync(file))
+      throw usage(`--runtime ${spec}: no such file ${file}. Give docker, kubernetes, host, an installed package name, or a path to a plugin module.`);
     url = pathToFileURL(file).href;
   } else {
     url = resolvePackage(spec, load.cwd);
@@ -94,14 +95,18 @@ function checked(candidate: unknown, spec: string): RuntimeDescriptor {
   const d = candidate as Partial<RuntimeDescriptor> | null;
   const problems: string[] = [];
   if (typeof d !== 'object' || d === null) {
-    throw usage(`--runtime ${spec}: the plugin's export is ${d === null ? 'null' : typeof d}, not a runtime descriptor; export \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`);
+    throw usage(
+      `--runtime ${spec}: the plugin's export is ${d === null ? 'null' : typeof d}, not a runtime descriptor; export \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`,
+    );
   }
   if (typeof d.name !== 'string' || d.name === '') problems.push('a name');
   if (typeof d.version !== 'string') problems.push('a version');
   if (typeof d.contract !== 'string') problems.push('a contract version');
   if (typeof d.create !== 'function') problems.push('a create(ctx, config) function');
   if (problems.length > 0) {
-    throw usage(`--runtime ${spec}: the plugin's export is not a runtime descriptor: it lacks ${problems.join(', ')}. Build it with \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`);
+    throw usage(
+      `--runtime ${spec}: the plugin's export is not a runtime descriptor: it lacks ${problems.join(', ')}. Build it with \`defineRuntime({ name, version, contract, create })\` from @berth/runtime.`,
+    );
   }
   const mismatch = contractMismatch(d as RuntimeDescriptor);
   if (mismatch !== undefined) throw usage(`--runtime ${spec}: ${mismatch} (this worker's contract: ${CONTRACT_VERSION}).`);

@@ -13,7 +13,7 @@ import type { VelaClient } from './client.ts';
 import type { VelaWorker } from './models.ts';
 
 /** A token counts as expired when fewer than this many seconds remain (go-vela/sdk-go vela/jwt.go). */
-export const EXPIRY_MARGIN_SEC = 10;
+const EXPIRY_MARGIN_SEC = 10;
 
 /** The claims of a Vela token, decoded without verification. */
 export interface TokenClaims {

@@ -3,17 +3,7 @@
  * with capped, jittered backoff on 5xx, network errors and timeouts.
  */
 import { type Context, errOf, sleep, withTimeout } from '@berth/context';
-import type {
-  VelaBuild,
-  VelaExecutable,
-  VelaLog,
-  VelaQueueInfo,
-  VelaSecret,
-  VelaService,
-  VelaStep,
-  VelaToken,
-  VelaWorker,
-} from './models.ts';
+import type { VelaBuild, VelaExecutable, VelaLog, VelaQueueInfo, VelaSecret, VelaService, VelaStep, VelaToken, VelaWorker } from './models.ts';
 
 /** What failed in a call. */
 export type VelaApiErrorKind =
@@ -41,7 +31,15 @@ export class VelaApiError extends Error {
   /** How many attempts were made. */
   readonly attempts: number;
 
-  constructor(init: { kind: VelaApiErrorKind; status: number; method: string; path: string; serverMessage?: string | undefined; attempts: number; cause?: unknown }) {
+  constructor(init: {
+    kind: VelaApiErrorKind;
+    status: number;
+    method: string;
+    path: string;
+    serverMessage?: string | undefined;
+    attempts: number;
+    cause?: unknown;
+  }) {
     const what =
       init.kind === 'http'
         ? `answered ${init.status}${init.serverMessage ? `: ${init.serverMessage}` : ''}`
@@ -50,7 +48,10 @@ export class VelaApiError extends Error {
           : init.kind === 'network'
             ? `failed: ${init.cause instanceof Error ? init.cause.message : String(init.cause)}`
             : `answered with an unreadable body${init.serverMessage ? `: ${init.serverMessage}` : ''}`;
-    super(`[vela] ${init.method} ${init.path} ${what}${init.attempts > 1 ? ` (after ${init.attempts} attempts)` : ''}`, init.cause === undefined ? undefined : { cause: init.cause });
+    super(
+      `[vela] ${init.method} ${init.path} ${what}${init.attempts > 1 ? ` (after ${init.attempts} attempts)` : ''}`,
+      init.cause === undefined ? undefined : { cause: init.cause },
+    );
     this.kind = init.kind;
     this.status = init.status;
     this.method = init.method;
@@ -82,7 +83,7 @@ export interface RetryOptions {
 }
 
 /** Where the client reports retries (a pino logger fits). */
-export interface ClientLogger {
+interface ClientLogger {
   warn(obj: object, msg: string): void;
 }
 
@@ -211,7 +212,14 @@ export class VelaClient {
    * RefreshInstallToken: 400 unless the build is pending or running, 401 when the `Token` is not
    * one it minted. Not retried after a 4xx: the server evicts the old token when it mints a new one.
    */
-  async refreshInstallToken(ctx: Context, org: string, repo: string, build: number, installToken: string, opts?: CallOptions): Promise<{ token: string; expiration: number }> {
+  async refreshInstallToken(
+    ctx: Context,
+    org: string,
+    repo: string,
+    build: number,
+    installToken: string,
+    opts?: CallOptions,
+  ): Promise<{ token: string; expiration: number }> {
     const path = `${buildPath(org, repo, build)}/install_token`;
     const t = await this.request<VelaToken>(ctx, 'GET', path, undefined, { retry: { attempts: 2 }, ...opts, headers: { token: installToken } });
     return { token: tokenOf(t, `GET ${path}`), expiration: typeof t?.expiration === 'number' ? t.expiration : 0 };
@@ -240,7 +248,14 @@ export class VelaClient {
    * step exchanges for an OIDC token (server `api/build/id_request_token.go` GetIDRequestToken;
    * `commands` is omitted when false, as the SDK's query encoder does).
    */
-  async idRequestToken(ctx: Context, org: string, repo: string, build: number, request: { image: string; request: string; commands: boolean }, opts?: CallOptions): Promise<string> {
+  async idRequestToken(
+    ctx: Context,
+    org: string,
+    repo: string,
+    build: number,
+    request: { image: string; request: string; commands: boolean },
+    opts?: CallOptions,
+  ): Promise<string> {
     const q = new URLSearchParams({ image: request.image, request: request.request });
     if (request.commands) q.set('commands', 'true');
     const path = `${buildPath(org, repo, build)}/id_request_token`;
@@ -265,7 +280,15 @@ export class VelaClient {
     try {
       pipeline = JSON.parse(Buffer.from(executable.data, 'base64').toString('utf8'));
     } catch (e) {
-      throw new VelaApiError({ kind: 'bad-response', status: 200, method: 'GET', path, serverMessage: 'executable data is not base64 JSON', attempts: 1, cause: e });
+      throw new VelaApiError({
+        kind: 'bad-response',
+        status: 200,
+        method: 'GET',
+        path,
+        serverMessage: 'executable data is not base64 JSON',
+        attempts: 1,
+        cause: e,
+      });
     }
     return { executable, pipeline };
   }
@@ -299,7 +322,16 @@ export class VelaClient {
    * `PUT …/steps/{n}/logs` or `…/services/{n}/logs` with `data` = base64 of the **whole** log: the
    * server replaces what it stored (when `data` is non-empty).
    */
-  async updateLog(ctx: Context, org: string, repo: string, build: number, kind: 'steps' | 'services', number: number, log: Uint8Array, opts?: CallOptions): Promise<void> {
+  async updateLog(
+    ctx: Context,
+    org: string,
+    repo: string,
+    build: number,
+    kind: 'steps' | 'services',
+    number: number,
+    log: Uint8Array,
+    opts?: CallOptions,
+  ): Promise<void> {
     const body: VelaLog = { data: Buffer.from(log.buffer, log.byteOffset, log.byteLength).toString('base64') };
     await this.request<unknown>(ctx, 'PUT', `${buildPath(org, repo, build)}/${kind}/${number}/logs`, body, opts);
   }

@@ -33,11 +33,21 @@ describe('loadStartConfig', () => {
   const good: Array<[string, Record<string, string>, (c: ReturnType<typeof load>) => unknown, unknown]> = [
     ['worker address and port', { VELA_WORKER_ADDR: 'http://w7:8080' }, (c) => [c.worker.hostname, c.worker.port], ['w7', 8080]],
     ['WORKER_ADDR wins over VELA_WORKER_ADDR', { WORKER_ADDR: 'http://a:1', VELA_WORKER_ADDR: 'http://b:2' }, (c) => c.worker.hostname, 'a'],
-    ['durations', { VELA_BUILD_TIMEOUT: '1h', VELA_CHECK_IN: '5m', VELA_QUEUE_POP_TIMEOUT: '15s', VELA_LOG_STREAMING_TIMEOUT: '90s' }, (c) => [c.build.timeoutMs, c.worker.checkInMs, c.queue.popTimeoutMs, c.executor.logStreamingTimeoutMs], [3_600_000, 300_000, 15_000, 90_000]],
+    [
+      'durations',
+      { VELA_BUILD_TIMEOUT: '1h', VELA_CHECK_IN: '5m', VELA_QUEUE_POP_TIMEOUT: '15s', VELA_LOG_STREAMING_TIMEOUT: '90s' },
+      (c) => [c.build.timeoutMs, c.worker.checkInMs, c.queue.popTimeoutMs, c.executor.logStreamingTimeoutMs],
+      [3_600_000, 300_000, 15_000, 90_000],
+    ],
     ['limits', { VELA_BUILD_LIMIT: '4', VELA_EXECUTOR_MAX_LOG_SIZE: '2097152' }, (c) => [c.build.limit, c.executor.maxLogSize], [4, 2_097_152]],
     ['routes as a comma list', { VELA_QUEUE_ROUTES: 'large, gpu:linux' }, (c) => c.queue.routes, ['large', 'gpu:linux']],
     ['routes NONE leaves them to the server', { VELA_QUEUE_ROUTES: 'NONE' }, (c) => c.queue.routes, []],
-    ['queue address and key', { VELA_QUEUE_ADDR: 'redis://:pw@redis:6379/1', VELA_QUEUE_PUBLIC_KEY: KEY }, (c) => [c.queue.addr, c.queue.publicKey], ['redis://:pw@redis:6379/1', KEY]],
+    [
+      'queue address and key',
+      { VELA_QUEUE_ADDR: 'redis://:pw@redis:6379/1', VELA_QUEUE_PUBLIC_KEY: KEY },
+      (c) => [c.queue.addr, c.queue.publicKey],
+      ['redis://:pw@redis:6379/1', KEY],
+    ],
     [
       'kubernetes runtime',
       {
@@ -70,7 +80,10 @@ describe('loadStartConfig', () => {
   });
 
   it('lets flags win over the environment, under Vela, kebab or camel names', () => {
-    const c = load({ ...base, VELA_BUILD_LIMIT: '2' }, { 'build.limit': 5, 'queue-routes': ['a', 'b'], runtimeDriver: 'kubernetes', 'server.addr': 'http://other' });
+    const c = load(
+      { ...base, VELA_BUILD_LIMIT: '2' },
+      { 'build.limit': 5, 'queue-routes': ['a', 'b'], runtimeDriver: 'kubernetes', 'server.addr': 'http://other' },
+    );
     expect([c.build.limit, c.queue.routes, c.runtime.driver, c.server.addr]).toEqual([5, ['a', 'b'], 'kubernetes', 'http://other']);
   });
 

@@ -12,7 +12,7 @@ import { defaultStateDir } from '../config/state-dir.ts';
 import { type SettingName, SETTINGS } from '../config/table.ts';
 import type { LogLevel } from '../config/values.ts';
 
-export { ConfigError, type ConfigIssue, type ConfigSources, SETTINGS, type SettingName, parseGoDuration };
+export { ConfigError, SETTINGS, parseGoDuration };
 
 /** Parsed, validated configuration of `berth start`. Durations are in milliseconds. */
 export interface StartConfig {
@@ -55,7 +55,7 @@ export interface StartConfig {
 }
 
 /** Resource limits of every container (Berth extension; Vela has none): undefined fields are unlimited. */
-export interface ContainerLimits {
+interface ContainerLimits {
   cpus?: number | undefined;
   memoryBytes?: number | undefined;
   pidsLimit?: number | undefined;
@@ -124,8 +124,10 @@ function crossCheck(v: SettingValues, problem: Check): void {
   if (worker?.protocol === 'https:' && (!v.serverCert || !v.serverCertKey)) {
     problem('serverCert', 'a certificate and its key (server.cert, server.cert-key) are required when worker.addr is https');
   }
-  if (v.queuePublicKey && Buffer.from(v.queuePublicKey, 'base64').length !== 32) problem('queuePublicKey', 'must be the base64 of a 32-byte Ed25519 public key');
-  if (v.runtimePodsTemplateName && v.runtimePodsTemplateFile) problem('runtimePodsTemplateFile', 'set either runtime.pods-template-name or runtime.pods-template-file, not both');
+  if (v.queuePublicKey && Buffer.from(v.queuePublicKey, 'base64').length !== 32)
+    problem('queuePublicKey', 'must be the base64 of a 32-byte Ed25519 public key');
+  if (v.runtimePodsTemplateName && v.runtimePodsTemplateFile)
+    problem('runtimePodsTemplateFile', 'set either runtime.pods-template-name or runtime.pods-template-file, not both');
   checkContainerLimits(v, problem);
 }
 
@@ -136,7 +138,8 @@ function crossCheck(v: SettingValues, problem: Check): void {
 export function checkContainerLimits(v: SettingValues, problem: Check): void {
   if (v.runtimeDriver !== 'kubernetes') return;
   for (const name of ['containerCpus', 'containerMemory', 'containerPids'] as const) {
-    if (v[name] !== undefined) problem(name, 'the kubernetes runtime does not apply container limits; set resources in the pods template (runtime.pods-template-file) instead');
+    if (v[name] !== undefined)
+      problem(name, 'the kubernetes runtime does not apply container limits; set resources in the pods template (runtime.pods-template-file) instead');
   }
 }
 
@@ -163,12 +166,36 @@ export function readStartConfig(sources: StartSources = { env: process.env }): S
   const routes = v.queueRoutes![0] === 'NONE' || v.queueRoutes![0] === '' ? [] : v.queueRoutes!;
   const cwd = sources.cwd ?? process.cwd();
   const config: StartConfig = {
-    worker: { addr: v.workerAddr!, hostname: worker.hostname, port: worker.port ? Number(worker.port) : worker.protocol === 'https:' ? 443 : 80, checkInMs: v.checkIn! },
+    worker: {
+      addr: v.workerAddr!,
+      hostname: worker.hostname,
+      port: worker.port ? Number(worker.port) : worker.protocol === 'https:' ? 443 : 80,
+      checkInMs: v.checkIn!,
+    },
     build: { limit: v.buildLimit!, timeoutMs: v.buildTimeout! },
     log: { format: v.logFormat!, level: v.logLevel! },
-    server: { addr: v.serverAddr!, secret: v.serverSecret || undefined, cert: v.serverCert, certKey: v.serverCertKey, tlsMinVersion: v.serverTlsMinVersion as StartConfig['server']['tlsMinVersion'] },
-    executor: { driver: 'linux', maxLogSize: v.executorMaxLogSize!, logStreamingTimeoutMs: v.logStreamingTimeout!, enforceTrustedRepos: v.enforceTrustedRepos!, outputsImage: v.outputsImage || undefined },
-    queue: { driver: 'redis', addr: v.queueAddr || undefined, cluster: v.queueCluster!, routes, popTimeoutMs: v.queuePopTimeout!, publicKey: v.queuePublicKey || undefined },
+    server: {
+      addr: v.serverAddr!,
+      secret: v.serverSecret || undefined,
+      cert: v.serverCert,
+      certKey: v.serverCertKey,
+      tlsMinVersion: v.serverTlsMinVersion as StartConfig['server']['tlsMinVersion'],
+    },
+    executor: {
+      driver: 'linux',
+      maxLogSize: v.executorMaxLogSize!,
+      logStreamingTimeoutMs: v.logStreamingTimeout!,
+      enforceTrustedRepos: v.enforceTrustedRepos!,
+      outputsImage: v.outputsImage || undefined,
+    },
+    queue: {
+      driver: 'redis',
+      addr: v.queueAddr || undefined,
+      cluster: v.queueCluster!,
+      routes,
+      popTimeoutMs: v.queuePopTimeout!,
+      publicKey: v.queuePublicKey || undefined,
+    },
     runtime: {
       driver: v.runtimeDriver as StartConfig['runtime']['driver'],
       config: v.runtimeConfig || undefined,

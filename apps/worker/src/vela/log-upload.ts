@@ -5,7 +5,7 @@
 import { type Context, sleep } from '@berth/context';
 
 /** Sends the whole log so far; rejects on failure. */
-export type UploadFn = (ctx: Context, log: Uint8Array, final: boolean) => Promise<void>;
+type UploadFn = (ctx: Context, log: Uint8Array, final: boolean) => Promise<void>;
 
 /** Options of {@link WholeLogUploader}. */
 export interface WholeLogUploaderOptions {

@@ -5,7 +5,7 @@
  */
 
 /** api.Repo (fields the worker uses; the rest pass through). */
-export interface VelaRepo {
+interface VelaRepo {
   id?: number;
   owner?: { id?: number; name?: string; active?: boolean; admin?: boolean };
   org?: string;

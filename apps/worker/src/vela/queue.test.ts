@@ -46,13 +46,17 @@ describe('VelaQueue', () => {
     const claim = await claimBuild(background(), worker, res.item);
     expect(claim.kind).toBe('claimed');
     // The server adds the SCM token to the executable (S api/build/compile_publish.go).
-    if (claim.kind === 'claimed') expect(claim.pipeline).toEqual({ ...pipeline, id: expect.any(String) as unknown, token: expect.stringMatching(/^gho_/) as unknown, token_exp: 0 });
+    if (claim.kind === 'claimed')
+      expect(claim.pipeline).toEqual({ ...pipeline, id: expect.any(String) as unknown, token: expect.stringMatching(/^gho_/) as unknown, token_exp: 0 });
   });
 
   it('reports a bad signature, with what the item claims marked unverified', async () => {
     const r = route();
     const q = newQueue(r);
-    const forged = signCombined(generateQueueKeys().privateKey, Buffer.from(JSON.stringify({ build: { id: 7, number: 3, repo: { org: 'o', name: 'n' } }, item_version: 3 })));
+    const forged = signCombined(
+      generateQueueKeys().privateKey,
+      Buffer.from(JSON.stringify({ build: { id: 7, number: 3, repo: { org: 'o', name: 'n' } }, item_version: 3 })),
+    );
     await sim.pushRaw(r, forged);
     const res = await q.pop(background());
     expect(res).toMatchObject({ kind: 'bad-signature', unverified: { id: 7, number: 3, org: 'o', repo: 'n' } });

@@ -87,14 +87,14 @@ const itemSchema = z.object({
 });
 
 /** Builds the Ed25519 public key object from Vela's base64 form; throws a clear error when malformed. */
-export function queuePublicKey(base64: string): KeyObject {
+function queuePublicKey(base64: string): KeyObject {
   const raw = Buffer.from(base64.trim(), 'base64');
   if (raw.length !== 32) throw new Error(`[vela] the queue public key must be the base64 of 32 bytes, got ${raw.length} bytes`);
   return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
 }
 
 /** NaCl `sign.open`: the message when `signed` (64-byte signature ‖ message) verifies under `key`. */
-export function openSigned(key: KeyObject, signed: Buffer): Buffer | undefined {
+function openSigned(key: KeyObject, signed: Buffer): Buffer | undefined {
   if (signed.length < 64) return undefined;
   const message = signed.subarray(64);
   try {
@@ -105,7 +105,7 @@ export function openSigned(key: KeyObject, signed: Buffer): Buffer | undefined {
 }
 
 /** Verifies and parses one raw entry (exported for tests and for entries read another way). */
-export function decodeEntry(key: KeyObject, entry: RawEntry): Exclude<PopResult, { kind: 'empty' | 'canceled' | 'error' }> {
+function decodeEntry(key: KeyObject, entry: RawEntry): Exclude<PopResult, { kind: 'empty' | 'canceled' | 'error' }> {
   const message = openSigned(key, entry.bytes);
   if (!message) return { kind: 'bad-signature', entry, unverified: peekBuild(entry.bytes.subarray(Math.min(64, entry.bytes.length))) };
   let json: unknown;
@@ -192,7 +192,11 @@ export class VelaQueue {
     let settled = false;
     let connId: number | undefined;
     const onAbort = (): void => {
-      unblocking ??= this.#unblock(conn, () => connId, () => settled);
+      unblocking ??= this.#unblock(
+        conn,
+        () => connId,
+        () => settled,
+      );
     };
     try {
       connId = Number(await conn.client('ID'));

@@ -46,15 +46,58 @@ describe('VelaReporter', () => {
     expect(sim.builds.get(id)).toMatchObject({ status: 'running', started: 1_700_000_000, host: 'w1', runtime: 'docker', distribution: 'linux' });
     expect(r.build.status).toBe('running');
     await r.stepStatus(ctx, { ...step2, status: 'running', exitCode: 0, started: 1_700_000_001_000, detached: false, continueOnFailure: false });
-    await r.stepStatus(ctx, { ...step2, status: 'failure', exitCode: 3, started: 1_700_000_001_000, finished: 1_700_000_009_999, detached: false, continueOnFailure: false });
-    expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'failure', exit_code: 3, started: 1_700_000_001, finished: 1_700_000_009, host: 'w1', runtime: 'docker' });
-    await r.stepStatus(ctx, { kind: 'service', name: 'db', number: 1, id: 'service_octo_x_1_db', image: 'postgres:16', status: 'success', exitCode: 0, detached: true, continueOnFailure: false });
+    await r.stepStatus(ctx, {
+      ...step2,
+      status: 'failure',
+      exitCode: 3,
+      started: 1_700_000_001_000,
+      finished: 1_700_000_009_999,
+      detached: false,
+      continueOnFailure: false,
+    });
+    expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({
+      status: 'failure',
+      exit_code: 3,
+      started: 1_700_000_001,
+      finished: 1_700_000_009,
+      host: 'w1',
+      runtime: 'docker',
+    });
+    await r.stepStatus(ctx, {
+      kind: 'service',
+      name: 'db',
+      number: 1,
+      id: 'service_octo_x_1_db',
+      image: 'postgres:16',
+      status: 'success',
+      exitCode: 0,
+      detached: true,
+      continueOnFailure: false,
+    });
     expect(sim.servicesOf(id)[0]).toMatchObject({ status: 'success' });
     // A synthesized init step (number 0) is unknown to the server: nothing is sent.
     const before = sim.calls.length;
-    await r.stepStatus(ctx, { kind: 'init', name: 'init', number: 0, id: 'init', image: '#init', status: 'success', exitCode: 0, detached: false, continueOnFailure: false });
+    await r.stepStatus(ctx, {
+      kind: 'init',
+      name: 'init',
+      number: 0,
+      id: 'init',
+      image: '#init',
+      status: 'success',
+      exitCode: 0,
+      detached: false,
+      continueOnFailure: false,
+    });
     expect(sim.calls.length).toBe(before);
-    await r.buildStatus(ctx, { id: 'octo_x_1', status: 'failure', started: 1_700_000_000_500, finished: 1_700_000_010_000, runtime: 'docker', host: 'w1', distribution: 'linux' });
+    await r.buildStatus(ctx, {
+      id: 'octo_x_1',
+      status: 'failure',
+      started: 1_700_000_000_500,
+      finished: 1_700_000_010_000,
+      runtime: 'docker',
+      host: 'w1',
+      distribution: 'linux',
+    });
     expect(sim.builds.get(id)).toMatchObject({ status: 'failure', finished: 1_700_000_010 });
   });
 
@@ -77,7 +120,8 @@ describe('VelaReporter', () => {
     const input = tenMiB();
     const chunk = 64 * 1024;
     for (let off = 0, n = 0; off < input.length; off += chunk, n++) {
-      for (const f of faults) if (f.atChunk === n) sim.fail({ method: 'PUT', path: logPath, kind: f.kind, status: f.kind === 'status' ? 500 : 502, times: f.times ?? 1 });
+      for (const f of faults)
+        if (f.atChunk === n) sim.fail({ method: 'PUT', path: logPath, kind: f.kind, status: f.kind === 'status' ? 500 : 502, times: f.times ?? 1 });
       await r.appendLog(ctx, step2, input.subarray(off, off + chunk));
       await tick(3);
     }

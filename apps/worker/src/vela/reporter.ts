@@ -112,7 +112,10 @@ export class VelaReporter implements Reporter {
         // One attempt per upload: the uploader retries the final one itself and counts every byte.
         upload: (c, log) => this.#client.updateLog(c, this.#org, this.#repo, this.#build.number, kind, target.number, log, { retry: { attempts: 1 } }),
         onError: (e, final) =>
-          this.#options.logger?.warn({ target: key, final, err: e instanceof Error ? e.message : String(e) }, final ? 'final log upload failed' : 'log upload failed; the next upload carries it'),
+          this.#options.logger?.warn(
+            { target: key, final, err: e instanceof Error ? e.message : String(e) },
+            final ? 'final log upload failed' : 'log upload failed; the next upload carries it',
+          ),
       });
       this.#uploaders.set(key, up);
     }

@@ -28,7 +28,9 @@ export function parseSentinelUrl(url: string): SentinelAddress {
   host = host.replace(/^\[/, '').replace(/\]$/, '');
   const [masterName = '', ...rest] = host.split(',').map((h) => h.trim());
   if (masterName === '' || rest.length === 0) {
-    throw new Error(`the queue address ${JSON.stringify(url)} names no ${masterName === '' ? 'master' : 'sentinel'}: with VELA_QUEUE_CLUSTER use redis://[:password@][master,host:26379,…][/db]`);
+    throw new Error(
+      `the queue address ${JSON.stringify(url)} names no ${masterName === '' ? 'master' : 'sentinel'}: with VELA_QUEUE_CLUSTER use redis://[:password@][master,host:26379,…][/db]`,
+    );
   }
   const sentinels = rest.map((h) => {
     const hm = /^(.*?)(?::(\d+))?$/.exec(h)!;

@@ -202,7 +202,11 @@ function makeReport(live: LiveResource[]): LeakReport {
     byType,
     format() {
       if (live.length === 0) return '';
-      const lines = [`${live.length} async resource(s) still alive: ${Object.entries(byType).map(([t, n]) => `${t}×${n}`).join(', ')}`];
+      const lines = [
+        `${live.length} async resource(s) still alive: ${Object.entries(byType)
+          .map(([t, n]) => `${t}×${n}`)
+          .join(', ')}`,
+      ];
       for (const r of live) {
         lines.push(`- ${r.type}${r.ref === false ? ' (unref)' : ''} #${r.asyncId}`);
         for (const frame of r.stack) lines.push(`    ${frame}`);

@@ -41,7 +41,10 @@ const RELEASED = new Error('the build is over');
  * Makes the contexts of one build under `parent` (the worker's root ctx): build, exec (build
  * timeout), stream (log-streaming grace once the build ctx ends) and destroy (detached).
  */
-export function makeBuildContexts(parent: Context, options: { timeoutMs: number; logStreamingGraceMs: number }): { contexts: BuildContexts; state: BuildContextState } {
+export function makeBuildContexts(
+  parent: Context,
+  options: { timeoutMs: number; logStreamingGraceMs: number },
+): { contexts: BuildContexts; state: BuildContextState } {
   const [build, cancel] = withCancel(parent);
   const [exec, cancelExec] = withTimeout(build, options.timeoutMs);
   const [stream, cancelStream] = withDelayedCancel(build, options.logStreamingGraceMs);

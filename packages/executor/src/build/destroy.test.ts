@@ -24,13 +24,26 @@ function recordingRuntime(fail: string[] = [], inspect: { state: string; exitCod
 }
 
 function run(fields: Partial<DestroyedRun>): DestroyedRun {
-  return { kind: 'step', container: emptyContainer({ id: 'step_a', name: 'a' }), status: 'success', created: true, ran: true, exited: false, exitCode: 0, ...fields };
+  return {
+    kind: 'step',
+    container: emptyContainer({ id: 'step_a', name: 'a' }),
+    status: 'success',
+    created: true,
+    ran: true,
+    exited: false,
+    exitCode: 0,
+    ...fields,
+  };
 }
 
 describe('removeContainerOf (go-vela/worker executor/linux/step.go DestroyStep)', () => {
   it('an ended container: its log is read first, then it is removed', async () => {
     const { runtime, calls } = recordingRuntime();
-    await removeContainerOf(background(), run({ exited: true }), () => Promise.resolve(void calls.push('waitForStream')), { runtime, budgetMs: 1_000, logger: {} });
+    await removeContainerOf(background(), run({ exited: true }), () => Promise.resolve(void calls.push('waitForStream')), {
+      runtime,
+      budgetMs: 1_000,
+      logger: {},
+    });
     expect(calls).toEqual(['waitForStream', 'removeContainer']);
   });
 

@@ -19,7 +19,7 @@ export interface DestroyOptions {
 }
 
 /** Runs `body` under a child of `ctx` bounded by `ms`, and clears its timer. */
-export async function withBudget<T>(ctx: Context, ms: number, body: (budget: Context) => Promise<T>): Promise<T> {
+async function withBudget<T>(ctx: Context, ms: number, body: (budget: Context) => Promise<T>): Promise<T> {
   const [budget, cancel] = withTimeout(ctx, ms);
   try {
     return await body(budget);
@@ -47,7 +47,12 @@ export interface DestroyedRun {
  * one (a service, a detached step, a step the build stopped waiting for) inspected then removed,
  * which ends its stream; one that never ran only removed. Each call in its own budget.
  */
-export async function removeContainerOf(ctx: Context, run: DestroyedRun, waitForStream: (budget: Context) => Promise<void>, options: DestroyOptions): Promise<void> {
+export async function removeContainerOf(
+  ctx: Context,
+  run: DestroyedRun,
+  waitForStream: (budget: Context) => Promise<void>,
+  options: DestroyOptions,
+): Promise<void> {
   const { runtime, budgetMs, logger } = options;
   const container = run.container;
   const remove = (): Promise<void> =>

@@ -16,7 +16,16 @@ describe('prepareEnvironment', () => {
       ['closed', { value: 'closed-2', substitution: false }],
     ]);
     expect(prepareEnvironment(step, 'step', vars, secrets)).toEqual([]);
-    expect(step.environment).toMatchObject({ VELA_HOST: 'h', VELA_RUNTIME: 'dummy', VELA_VERSION: '1.0.0', VELA_DISTRIBUTION: 'linux', OPEN: 'open-1', OPEN_REF: 'open-1', CLOSED: 'closed-2', CLOSED_REF: '' });
+    expect(step.environment).toMatchObject({
+      VELA_HOST: 'h',
+      VELA_RUNTIME: 'dummy',
+      VELA_VERSION: '1.0.0',
+      VELA_DISTRIBUTION: 'linux',
+      OPEN: 'open-1',
+      OPEN_REF: 'open-1',
+      CLOSED: 'closed-2',
+      CLOSED_REF: '',
+    });
     // A step's commands became the build script; a service keeps its commands.
     expect(step.environment['VELA_BUILD_SCRIPT']).toBeDefined();
     const service = emptyContainer({ name: 'svc', image: 'busybox', commands: ['serve'] });

@@ -8,7 +8,7 @@ import { maskText } from '../log/masker.ts';
 import { injectSecrets, type LoadedSecret, substituteContainer } from '../secrets.ts';
 
 /** Environment variables whose values are credentials, masked in logs and in every error string. */
-export const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'] as const;
+const CREDENTIAL_ENV = ['VELA_NETRC_PASSWORD', 'VELA_GIT_TOKEN', 'VELA_ID_TOKEN_REQUEST_TOKEN'] as const;
 
 /** The values of the container's credential variables that are set. */
 export function credentialsOf(container: Container): string[] {
@@ -42,7 +42,12 @@ export interface WorkerVariables {
  * a service keeps its commands), `${NAME}` substituted in every field, then the secrets that do
  * not allow substitution. Returns one note per secret withheld (never a value).
  */
-export function prepareEnvironment(container: Container, kind: 'step' | 'service' | 'init', vars: WorkerVariables, secrets: ReadonlyMap<string, LoadedSecret>): string[] {
+export function prepareEnvironment(
+  container: Container,
+  kind: 'step' | 'service' | 'init',
+  vars: WorkerVariables,
+  secrets: ReadonlyMap<string, LoadedSecret>,
+): string[] {
   const env = container.environment;
   if (vars.environment !== undefined) Object.assign(env, vars.environment(container));
   env['VELA_DISTRIBUTION'] = 'linux';

@@ -26,7 +26,14 @@ describe('makeLogWriter', () => {
   it('after the stream ctx ended, what was read is still delivered on close, masked; nothing more is', async () => {
     const { reporter, text, closed } = recording();
     const [stream, cancel] = withCancel(background());
-    const writer = makeLogWriter(target, { reporter, appendCtx: () => stream, reportCtx: () => background(), warn: () => undefined, logs: { flushIntervalMs: 60_000 }, secrets: ['s3cret-value'] });
+    const writer = makeLogWriter(target, {
+      reporter,
+      appendCtx: () => stream,
+      reportCtx: () => background(),
+      warn: () => undefined,
+      logs: { flushIntervalMs: 60_000 },
+      secrets: ['s3cret-value'],
+    });
     await writer.write('read before the cut: s3cret-value\n');
     cancel();
     await writer.close();
@@ -39,7 +46,14 @@ describe('makeLogWriter', () => {
 describe('InitLog', () => {
   it('keeps lines in order, adds missing newlines, ignores empty text, and closes once they are delivered', async () => {
     const { reporter, text, closed } = recording();
-    const writer = makeLogWriter(target, { reporter, appendCtx: () => background(), reportCtx: () => background(), warn: () => undefined, logs: {}, secrets: [] });
+    const writer = makeLogWriter(target, {
+      reporter,
+      appendCtx: () => background(),
+      reportCtx: () => background(),
+      warn: () => undefined,
+      logs: {},
+      secrets: [],
+    });
     const log = new InitLog(() => writer);
     log.line('> one');
     log.line('');

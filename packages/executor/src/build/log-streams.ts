@@ -232,7 +232,10 @@ export class LogStreams<R extends StreamedRun> {
   /** waitForStreams: until the streams of containers that have ended are complete, or `ctx` ends. */
   async waitForEnded(ctx: Context): Promise<void> {
     const pending = [...this.#options.runs.values()].filter((r) => r.streaming && r.exited).map((r) => r.streamDone.promise);
-    await settleWithin(ctx, Promise.all(pending).then(() => undefined));
+    await settleWithin(
+      ctx,
+      Promise.all(pending).then(() => undefined),
+    );
   }
 
   /** Waits for the container's stream to end (if one was requested), bounded by `ctx`. */

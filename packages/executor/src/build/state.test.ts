@@ -29,7 +29,12 @@ describe('unfinishedOutcome (destroyBuild)', () => {
   });
   it('a service or detached step still running at the end succeeded; one that exited reports its code', () => {
     expect(unfinishedOutcome(running, facts)).toMatchObject({ how: 'ended', status: 'success', exitCode: 0 });
-    expect(unfinishedOutcome({ ...running, exited: true, exitCode: 4 }, { ...facts, canceled: true })).toMatchObject({ how: 'ended', status: 'failure', exitCode: 4, error: 'exited with code 4' });
+    expect(unfinishedOutcome({ ...running, exited: true, exitCode: 4 }, { ...facts, canceled: true })).toMatchObject({
+      how: 'ended',
+      status: 'failure',
+      exitCode: 4,
+      error: 'exited with code 4',
+    });
   });
   it('on a cancel a running container is interrupted; on a timeout too, when it had not run', () => {
     expect(unfinishedOutcome(running, { ...facts, canceled: true })).toMatchObject({ how: 'interrupted', status: 'canceled', exitCode: 137 });
@@ -47,7 +52,10 @@ describe('unfinishedOutcome (destroyBuild)', () => {
 describe('finalBuildOutcome and the init step', () => {
   const base = { canceled: false, cancelCause: undefined, error: undefined, status: 'running' as const, failed: false };
   it('canceled (with its reason) wins, then error, killed when never started, then failure or success', () => {
-    expect(finalBuildOutcome({ ...base, canceled: true, cancelCause: new Error('by the user'), error: undefined })).toEqual({ status: 'canceled', error: 'the build was canceled: by the user' });
+    expect(finalBuildOutcome({ ...base, canceled: true, cancelCause: new Error('by the user'), error: undefined })).toEqual({
+      status: 'canceled',
+      error: 'the build was canceled: by the user',
+    });
     expect(finalBuildOutcome({ ...base, canceled: true })).toEqual({ status: 'canceled', error: 'the build was canceled' });
     expect(finalBuildOutcome({ ...base, error: 'boom', failed: true })).toEqual({ status: 'error', error: 'boom' });
     expect(finalBuildOutcome({ ...base, status: 'pending' })).toEqual({ status: 'killed', error: undefined });

@@ -96,7 +96,8 @@ export function unfinishedOutcome(run: UnfinishedRun, build: BuildFacts): (Outco
     const status = statusOfExit(run.exitCode);
     return { how: 'ended', status, exitCode: run.exitCode, ...(status === 'failure' ? { error: `exited with code ${run.exitCode}` } : {}) };
   }
-  if (run.status === 'running') return { how: 'interrupted', ...interruptedOutcome(build.canceled ? 'canceled' : build.timedOut ? 'timeout' : 'stopped', build.timeoutMs) };
+  if (run.status === 'running')
+    return { how: 'interrupted', ...interruptedOutcome(build.canceled ? 'canceled' : build.timedOut ? 'timeout' : 'stopped', build.timeoutMs) };
   if (build.canceled) return { how: 'not-reached', status: 'canceled', error: 'the build was canceled' };
   if (build.errored || build.timedOut) return { how: 'not-reached', status: 'killed', exitCode: KILLED_EXIT_CODE };
   return { how: 'not-reached', status: 'skipped' };

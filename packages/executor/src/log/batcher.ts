@@ -12,9 +12,9 @@ export interface BatchOptions {
 }
 
 /** The default batch size: 64 KiB. */
-export const DEFAULT_BATCH_BYTES = 64 * 1024;
+const DEFAULT_BATCH_BYTES = 64 * 1024;
 /** The default flush interval: 1 s. */
-export const DEFAULT_FLUSH_INTERVAL_MS = 1000;
+const DEFAULT_FLUSH_INTERVAL_MS = 1000;
 
 /**
  * Gathers bytes into batches and hands them to `deliver` in order, one at a time.

@@ -15,7 +15,7 @@ export interface LogLimits {
 }
 
 /** The default cap of one container's log. */
-export const DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024;
 const MAX_DEFAULT_TAIL = 1024 * 1024;
 /** How far into the tail a line start is looked for, so the tail begins with a whole line. */
 const LINE_SEARCH = 4096;

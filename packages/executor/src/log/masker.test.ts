@@ -11,7 +11,8 @@ function maskInChunks(text: string, secrets: string[], cuts: number[]): string {
     const next = Math.min(bytes.length, pos + cut);
     out.push(Buffer.from(masker.write(bytes.subarray(pos, next))));
     // The masker never holds back a whole secret (a plain check: expect() per chunk is slow in the fuzz).
-    if (masker.pending >= Math.max(1, masker.maxSecretLength)) throw new Error(`held back ${masker.pending} bytes, the longest form has ${masker.maxSecretLength}`);
+    if (masker.pending >= Math.max(1, masker.maxSecretLength))
+      throw new Error(`held back ${masker.pending} bytes, the longest form has ${masker.maxSecretLength}`);
     pos = next;
   }
   out.push(Buffer.from(masker.write(bytes.subarray(pos))));
@@ -47,7 +48,13 @@ describe('SecretMasker', () => {
   it('keeps multi-byte characters whole when chunks cut them', () => {
     const text = 'é€𝄞 secret: ünïcödé𝄞 end €';
     for (let cut = 1; cut < 6; cut++) {
-      expect(maskInChunks(text, ['ünïcödé𝄞'], Array.from({ length: 40 }, () => cut))).toBe('é€𝄞 secret: *** end €');
+      expect(
+        maskInChunks(
+          text,
+          ['ünïcödé𝄞'],
+          Array.from({ length: 40 }, () => cut),
+        ),
+      ).toBe('é€𝄞 secret: *** end €');
     }
   });
 
@@ -90,9 +97,12 @@ describe('SecretMasker', () => {
       for (let i = 0; i < count; i++) {
         const kind = rand();
         const base = secrets.length > 0 ? pick(rand, secrets) : word(1, 6);
-        if (kind < 0.25 && secrets.length > 0) secrets.push(base + word(1, 3)); // a prefix of another
-        else if (kind < 0.4 && secrets.length > 0) secrets.push(base.slice(Math.floor(base.length / 2)) + word(1, 3)); // overlapping
-        else if (kind < 0.5) secrets.push(`${word(1, 3)}\n${word(1, 3)}`); // multi-line
+        if (kind < 0.25 && secrets.length > 0)
+          secrets.push(base + word(1, 3)); // a prefix of another
+        else if (kind < 0.4 && secrets.length > 0)
+          secrets.push(base.slice(Math.floor(base.length / 2)) + word(1, 3)); // overlapping
+        else if (kind < 0.5)
+          secrets.push(`${word(1, 3)}\n${word(1, 3)}`); // multi-line
         else secrets.push(word(1, 8));
       }
       let text = '';
@@ -100,7 +110,7 @@ describe('SecretMasker', () => {
       for (let i = 0; i < parts; i++) text += rand() < 0.5 ? pick(rand, secrets) : word(0, 8);
       const bytes = Buffer.byteLength(text);
       const cuts: number[] = [];
-      for (let used = 0; used < bytes; ) {
+      for (let used = 0; used < bytes;) {
         const cut = rand() < 0.8 ? int(rand, 1, 4) : int(rand, 5, 64);
         cuts.push(cut);
         used += cut;
@@ -178,7 +188,13 @@ describe('forms of a secret (issue #13 item 1)', () => {
       const bytes = Buffer.byteLength(text);
       for (let cut = 1; cut < bytes; cut++) {
         expect(maskInChunks(text, [CERT], [cut, 1, 2])).toBe(expected);
-        expect(maskInChunks(text, [CERT], Array.from({ length: bytes }, () => cut))).toBe(expected);
+        expect(
+          maskInChunks(
+            text,
+            [CERT],
+            Array.from({ length: bytes }, () => cut),
+          ),
+        ).toBe(expected);
       }
     }
   });

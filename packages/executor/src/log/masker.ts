@@ -5,7 +5,7 @@
  */
 
 /** What a secret value is replaced with. */
-export const MASK = '***';
+const MASK = '***';
 const MASK_BYTES = Buffer.from(MASK, 'latin1');
 const EMPTY = Buffer.alloc(0);
 

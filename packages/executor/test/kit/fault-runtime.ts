@@ -64,7 +64,7 @@ export interface FaultOptions {
 }
 
 /** One fault that happened, for the soak's report and its invariants. */
-export interface InjectedFault {
+interface InjectedFault {
   /** 0-based number of the call in arrival order. */
   call: number;
   operation: RuntimeMethod;
@@ -186,7 +186,7 @@ export function faultRuntime(base: Runtime, options: FaultOptions): FaultyRuntim
           }
           const pieces: Buffer[] = [];
           if (fault === 'shred') {
-            for (let i = 0; i < data.length; ) {
+            for (let i = 0; i < data.length;) {
               const size = 1 + Math.floor(rand() * 7);
               pieces.push(data.subarray(i, i + size));
               i += size;

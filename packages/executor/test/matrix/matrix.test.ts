@@ -49,7 +49,14 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
   async function run(
     build: Build,
     reporter: RecordingReporter,
-    options: { runtime?: Runtime; timeoutMs?: number; graceMs?: number; onStart?: (e: Executor) => void; ctx?: Context; limits?: { maxBytes: number; tailBytes: number } } = {},
+    options: {
+      runtime?: Runtime;
+      timeoutMs?: number;
+      graceMs?: number;
+      onStart?: (e: Executor) => void;
+      ctx?: Context;
+      limits?: { maxBytes: number; tailBytes: number };
+    } = {},
   ): Promise<BuildResult> {
     return runBuild(options.ctx ?? background(), {
       build,
@@ -70,7 +77,13 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
   }
 
   /** Cancels the build once `step` runs and its log shows `line`; returns the build's end minus the cancel. */
-  async function cancelWhenRunning(build: Build, reporter: RecordingReporter, step: string, line: string, runtime?: Runtime): Promise<{ result: BuildResult; afterCancelMs: number }> {
+  async function cancelWhenRunning(
+    build: Build,
+    reporter: RecordingReporter,
+    step: string,
+    line: string,
+    runtime?: Runtime,
+  ): Promise<{ result: BuildResult; afterCancelMs: number }> {
     let executor: Executor | undefined;
     const running = run(build, reporter, { ...(runtime === undefined ? {} : { runtime }), onStart: (e) => (executor = e) });
     await waitFor(() => reporter.statuses(step).includes('running') && reporter.log(step).includes(line), `${step} to run and print ${line}`, 60_000);
@@ -94,7 +107,11 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
   it('the build timeout fails the running step (137), kills the rest, errors the build, within timeout + cleanup', async () => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
-      steps: [ctn('quick', { ...NEVER, commands: ['echo quick'] }), ctn('slow', { ...NEVER, commands: ['echo slow', 'sleep 120'] }), ctn('later', { ...NEVER, commands: ['true'] })],
+      steps: [
+        ctn('quick', { ...NEVER, commands: ['echo quick'] }),
+        ctn('slow', { ...NEVER, commands: ['echo slow', 'sleep 120'] }),
+        ctn('later', { ...NEVER, commands: ['true'] }),
+      ],
     });
     const started = performance.now();
     const result = await run(build, reporter, { timeoutMs: rt.timeoutMs });
@@ -158,7 +175,10 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     const reporter = new RecordingReporter();
     const build = makeBuild({
       services: [ctn('svc', { ...NEVER, entrypoint: ['sh', '-c'], commands: ['while true; do echo svc-tick; sleep 0.2; done'] })],
-      steps: [ctn('bg', { ...NEVER, detach: true, commands: ['while true; do echo bg-tick; sleep 0.2; done'] }), ctn('main', { ...NEVER, commands: ['sleep 1', 'echo main-done'] })],
+      steps: [
+        ctn('bg', { ...NEVER, detach: true, commands: ['while true; do echo bg-tick; sleep 0.2; done'] }),
+        ctn('main', { ...NEVER, commands: ['sleep 1', 'echo main-done'] }),
+      ],
     });
     const result = await run(build, reporter);
     expect(result.status).toBe('success');
@@ -196,7 +216,9 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
       // Step 1 ran; step 2 failed on the node with the kubelet's reason, without waiting for a retry.
       expect(reporter.last('first')?.status).toBe('success');
       expect(reporter.log('first')).toContain('first-ran');
-      expect(reporter.last('absent')?.error).toMatch(/restartPolicy Never.*ErrImageNeverPull: Container image "docker\.io\/berth\/absent-matrix:1" is not present/);
+      expect(reporter.last('absent')?.error).toMatch(
+        /restartPolicy Never.*ErrImageNeverPull: Container image "docker\.io\/berth\/absent-matrix:1" is not present/,
+      );
       expect(reporter.last('absent')?.started ?? Number.NaN).toBeGreaterThanOrEqual(reporter.last('first')?.finished ?? Number.NaN);
     } else {
       // The engine knows its images: the init step fails before step 1 runs.
@@ -249,7 +271,13 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     if (MULTILINE) lines.push('echo unquoted=$CERT', `printf '%s\\n' "$CERT"`);
     const build = makeBuild({
       secrets,
-      steps: [ctn('leaky', { ...NEVER, commands: lines, secrets: [{ source: 'token', target: 'TOKEN' }, ...(MULTILINE ? [{ source: 'cert', target: 'CERT' }] : [])] })],
+      steps: [
+        ctn('leaky', {
+          ...NEVER,
+          commands: lines,
+          secrets: [{ source: 'token', target: 'TOKEN' }, ...(MULTILINE ? [{ source: 'cert', target: 'CERT' }] : [])],
+        }),
+      ],
     });
     // Log chunks cut into 1–7 byte pieces: a secret arrives split across chunks.
     const shredded = faultRuntime(rt.runtime, { seed: 13, streamRate: 1, streamFaults: ['shred'] });

@@ -24,7 +24,13 @@ const only = process.env.SOAK_ONLY === undefined ? undefined : intEnv('SOAK_ONLY
 const target = process.env.SOAK_RUNTIME === 'docker' ? await dockerTarget() : await dummyTarget();
 console.log(`soak: seed ${seed}, ${only === undefined ? `${n} builds` : `build ${only} only`} on ${target.name}`);
 try {
-  const result = await soak(target, { seed, n, ...(only === undefined ? {} : { only }), knownBugs: process.env.SOAK_KNOWN_BUGS !== '0', print: (line) => console.log(line) });
+  const result = await soak(target, {
+    seed,
+    n,
+    ...(only === undefined ? {} : { only }),
+    knownBugs: process.env.SOAK_KNOWN_BUGS !== '0',
+    print: (line) => console.log(line),
+  });
   console.log(`statuses: ${JSON.stringify(result.statuses)}; faults: ${JSON.stringify(result.faults)}`);
   console.log(result.summary);
   process.exitCode = result.violations.length === 0 ? 0 : 1;

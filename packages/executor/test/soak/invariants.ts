@@ -11,7 +11,7 @@ import { secretForms } from './pipeline.ts';
 const FINAL = new Set(['success', 'failure', 'error', 'canceled', 'killed', 'skipped']);
 
 /** Every container of `build` by name, with the init step. */
-export function targetNames(build: Build): string[] {
+function targetNames(build: Build): string[] {
   return ['init', ...build.services.map((s) => s.name), ...build.steps.map((s) => s.name), ...build.stages.flatMap((st) => st.steps.map((s) => s.name))];
 }
 
@@ -40,7 +40,8 @@ export function checkStatuses(build: Build, reporter: RecordingReporter, result:
   switch (status) {
     case 'success':
       for (const s of reports) {
-        if (!['success', 'skipped'].includes(s.status) && !(s.status === 'failure' && s.continueOnFailure)) out.push(`build success but ${s.name} is ${s.status}`);
+        if (!['success', 'skipped'].includes(s.status) && !(s.status === 'failure' && s.continueOnFailure))
+          out.push(`build success but ${s.name} is ${s.status}`);
       }
       if (result.build.error !== undefined) out.push(`build success with an error: ${result.build.error}`);
       break;
@@ -64,7 +65,12 @@ export function checkStatuses(build: Build, reporter: RecordingReporter, result:
 }
 
 /** No form of any secret in any log, step error, build error, runtime event or logged warning. */
-export function checkSecrets(secretValues: readonly string[], reporter: RecordingReporter, result: { build: BuildReport }, warnings: readonly string[]): string[] {
+export function checkSecrets(
+  secretValues: readonly string[],
+  reporter: RecordingReporter,
+  result: { build: BuildReport },
+  warnings: readonly string[],
+): string[] {
   const out: string[] = [];
   const texts: Array<[string, string]> = [];
   for (const name of reporter.chunks.keys()) texts.push([`log of ${name}`, reporter.log(name)]);

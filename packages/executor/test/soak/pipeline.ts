@@ -9,7 +9,7 @@
 import { type Build, type Container, emptyBuild, emptyContainer, prepareBuild, type Secret, type Stage } from '@berth/pipeline';
 import { int, pick } from '../prng.ts';
 
-export const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
+const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
 /** What the generator may produce. */
 export interface PipelineOptions {

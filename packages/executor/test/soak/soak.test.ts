@@ -24,7 +24,9 @@ describe('the soak, fixed seed', () => {
       // The seed covers what the soak is for: cancels, timeouts, failures and faults of every kind.
       expect(result.endAfterCancel.length).toBeGreaterThan(5);
       expect(Object.keys(result.statuses).sort()).toEqual(['canceled', 'error', 'failure', 'success']);
-      expect(Object.keys(result.faults)).toEqual(expect.arrayContaining(['delay', 'error', 'stream:stall', 'stream:shred', 'stream:end-early', 'stream:error']));
+      expect(Object.keys(result.faults)).toEqual(
+        expect.arrayContaining(['delay', 'error', 'stream:stall', 'stream:shred', 'stream:end-early', 'stream:error']),
+      );
     } finally {
       await target.close();
     }
@@ -56,7 +58,12 @@ describe('the soak can fail', () => {
   it('a secret form in a log or an error is caught', () => {
     const reporter = new RecordingReporter();
     reporter.chunks.set('a', [Buffer.from('x ml-one ml-two y')]);
-    const found = checkSecrets(['ml-one\nml-two\n'], reporter, { build: { id: 'b', status: 'error', runtime: 'dummy', host: 'h', distribution: 'linux', error: 'oops ml-one\\nml-two' } }, []);
+    const found = checkSecrets(
+      ['ml-one\nml-two\n'],
+      reporter,
+      { build: { id: 'b', status: 'error', runtime: 'dummy', host: 'h', distribution: 'linux', error: 'oops ml-one\\nml-two' } },
+      [],
+    );
     expect(found).toEqual(expect.arrayContaining(['secret form "ml-one ml-two" in the log of a', 'secret form "ml-one\\\\nml-two" in the build error']));
     expect(secretForms('ab\ncdef\r\n')).toEqual(expect.arrayContaining(['ab\ncdef\r\n', 'ab\ncdef', 'ab cdef', 'ab\r\ncdef', 'ab\\ncdef', 'cdef']));
     expect(secretForms('ab\ncdef\r\n')).not.toContain('ab');

@@ -50,7 +50,7 @@ export interface SoakOptions {
 }
 
 /** One broken invariant. */
-export interface Violation {
+interface Violation {
   seed: number;
   build: number;
   message: string;
@@ -199,7 +199,10 @@ async function soakBuild(target: SoakTarget, options: SoakOptions, root: Context
     // Unstick it so the soak can go on: cancel, then give it its grace and cleanup again.
     cancelParent(new Error('soak watchdog'));
     let lateTimer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([running.then(() => 'ended' as const), new Promise<'still'>((r) => (lateTimer = setTimeout(() => r('still'), graceMs + cleanupMs + 5_000)))]);
+    const late = await Promise.race([
+      running.then(() => 'ended' as const),
+      new Promise<'still'>((r) => (lateTimer = setTimeout(() => r('still'), graceMs + cleanupMs + 5_000))),
+    ]);
     clearTimeout(lateTimer);
     if (late === 'still') found.push('the build did not end even after a cancel');
   }
@@ -207,8 +210,12 @@ async function soakBuild(target: SoakTarget, options: SoakOptions, root: Context
   const elapsed = ended - started;
   if (outcome !== 'hung') {
     tally.statuses[outcome.status] = (tally.statuses[outcome.status] ?? 0) + 1;
-    if (process.env.SOAK_VERBOSE === '1') options.print?.(`build ${i}: ${outcome.status} in ${Math.round(elapsed)} ms${outcome.build.error ? `: ${outcome.build.error}` : ''}`);
-    if (elapsed > boundMs) found.push(`ended after ${Math.round(elapsed)} ms, over its bound of ${boundMs} ms (timeout ${timeoutMs} + grace ${graceMs} + cleanup ${cleanupMs} + faults and slack)`);
+    if (process.env.SOAK_VERBOSE === '1')
+      options.print?.(`build ${i}: ${outcome.status} in ${Math.round(elapsed)} ms${outcome.build.error ? `: ${outcome.build.error}` : ''}`);
+    if (elapsed > boundMs)
+      found.push(
+        `ended after ${Math.round(elapsed)} ms, over its bound of ${boundMs} ms (timeout ${timeoutMs} + grace ${graceMs} + cleanup ${cleanupMs} + faults and slack)`,
+      );
     if (canceledAt !== undefined && canceledAt < ended) {
       const after = ended - canceledAt;
       tally.endAfterCancel.push(after);
@@ -233,9 +240,13 @@ async function soakBuild(target: SoakTarget, options: SoakOptions, root: Context
     const report = await tracker.stop();
     if (!report.ok) found.push(`async resources left: ${report.format()}`);
   }
-  for (const reason of tally.unhandled.slice(unhandledBefore)) found.push(`unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  for (const reason of tally.unhandled.slice(unhandledBefore))
+    found.push(`unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
   if (found.length > 0 && process.env.SOAK_VERBOSE === '1') found.push(`(warnings: ${warnings.join(' | ') || 'none'})`);
-  if (found.length > 0) found.push(`(pipeline: ${describePipeline(pipeline.build)}; timeout ${timeoutMs} grace ${graceMs} cleanup ${cleanupMs}; cancel ${cancelAtCall === undefined ? 'none' : `at call ${cancelAtCall} via ${cancelVia}`}; faults: ${describeFaults(faulty.injected)})`);
+  if (found.length > 0)
+    found.push(
+      `(pipeline: ${describePipeline(pipeline.build)}; timeout ${timeoutMs} grace ${graceMs} cleanup ${cleanupMs}; cancel ${cancelAtCall === undefined ? 'none' : `at call ${cancelAtCall} via ${cancelVia}`}; faults: ${describeFaults(faulty.injected)})`,
+    );
   return found;
 }
 
@@ -244,7 +255,11 @@ function describeFaults(faults: ReturnType<typeof faultRuntime>['injected']): st
   return faults.map((f) => `#${f.call} ${f.operation}${f.subject ? `(${f.subject})` : ''} ${f.kind}${f.detail ? ` ${f.detail}` : ''}`).join(', ');
 }
 
-function describePipeline(build: { services: { name: string }[]; steps: { name: string; detach: boolean }[]; stages: { name: string; needs: string[]; steps: { name: string }[] }[] }): string {
+function describePipeline(build: {
+  services: { name: string }[];
+  steps: { name: string; detach: boolean }[];
+  stages: { name: string; needs: string[]; steps: { name: string }[] }[];
+}): string {
   const parts = [`services [${build.services.map((s) => s.name).join(' ')}]`];
   if (build.steps.length > 0) parts.push(`steps [${build.steps.map((s) => s.name + (s.detach ? '(detach)' : '')).join(' ')}]`);
   for (const st of build.stages) parts.push(`${st.name}${st.needs.length > 0 ? `<-${st.needs.join(',')}` : ''} [${st.steps.map((s) => s.name).join(' ')}]`);

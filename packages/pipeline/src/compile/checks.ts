@@ -10,7 +10,7 @@ import type { Ctx } from './document.ts';
 import { suggest } from './keys.ts';
 
 /** The first cycle through stages' `needs`, as the list of stage names around it. */
-export function findCycle(stages: ParsedStage[]): string[] | null {
+function findCycle(stages: ParsedStage[]): string[] | null {
   const byName = new Map(stages.map((s) => [s.stage.name, s]));
   const state = new Map<string, 1 | 2>();
   const stack: string[] = [];
@@ -43,7 +43,11 @@ export function checkNeeds(ctx: Ctx, stages: ParsedStage[], cloneWanted: boolean
     for (const need of s.stage.needs) {
       if (need === s.stage.name || stageNames.has(need) || (need === 'clone' && cloneWanted)) continue;
       const hint = suggest(need, [...stageNames]);
-      ctx.error(s.needsNode ?? s.keyNode, `stage ${s.stage.name} needs unknown stage "${need}"`, hint !== undefined ? `did you mean "${hint}"?` : `known stages: ${[...stageNames].join(', ')}`);
+      ctx.error(
+        s.needsNode ?? s.keyNode,
+        `stage ${s.stage.name} needs unknown stage "${need}"`,
+        hint !== undefined ? `did you mean "${hint}"?` : `known stages: ${[...stageNames].join(', ')}`,
+      );
     }
   }
   const cycle = findCycle(stages);
@@ -79,14 +83,21 @@ export function checkNames(ctx: Ctx, kept: KeptContainers, cloneWanted: boolean,
       if (p.origin.node === null) continue;
       const at = p.origin.nameNode ?? p.origin.node;
       if (c.name === 'init' || (c.name === 'clone' && cloneWanted)) {
-        ctx.error(at, `${what} name "${c.name}" is reserved for Vela's ${c.name} step`, c.name === 'clone' ? 'rename it, or set metadata.clone: false to replace the built-in clone step' : 'rename it');
+        ctx.error(
+          at,
+          `${what} name "${c.name}" is reserved for Vela's ${c.name} step`,
+          c.name === 'clone' ? 'rename it, or set metadata.clone: false to replace the built-in clone step' : 'rename it',
+        );
         continue;
       }
       const first = seen.get(c.name);
       if (first !== undefined) {
         duplicates.add(p);
         if (noRuleData && (hasRules(first) || hasRules(p))) {
-          ctx.warn(at, `${what} \`${c.name}\` is defined twice, which works only if rulesets drop one of them for each build (check with an event, e.g. --event push)`);
+          ctx.warn(
+            at,
+            `${what} \`${c.name}\` is defined twice, which works only if rulesets drop one of them for each build (check with an event, e.g. --event push)`,
+          );
         } else {
           ctx.error(at, `${what} \`${c.name}\` is already defined`, `give each ${what} a unique name`);
         }
@@ -134,7 +145,11 @@ export function checkContainerIds(ctx: Ctx, kept: KeptContainers, duplicates: Se
       byId.set(id, { p, label });
       return;
     }
-    ctx.error(p.origin.nameNode ?? p.origin.node ?? root, `${label} and ${other.label}${located(other.p)} get the same container id ${id}`, 'rename one of them');
+    ctx.error(
+      p.origin.nameNode ?? p.origin.node ?? root,
+      `${label} and ${other.label}${located(other.p)} get the same container id ${id}`,
+      'rename one of them',
+    );
   };
   for (const p of kept.steps) claim(p, `step "${p.container.name}"`);
   for (const s of kept.keptStages) for (const p of s.steps) claim(p, `step "${p.container.name}" of stage "${s.stage.name}"`);

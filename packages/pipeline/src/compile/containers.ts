@@ -10,7 +10,7 @@ import { ORIGIN_KEYS, SECRET_KEYS, SERVICE_KEYS, STAGE_KEYS, STEP_KEYS, suggest 
 import { parseRuleset } from './rules.ts';
 
 /** Where a compiled container came from, for errors found after transformation. */
-export interface Origin {
+interface Origin {
   /** The document the nodes belong to (a template's, or null for the pipeline file's). */
   doc: Ctx | null;
   /** null for the implicit init and clone steps. */
@@ -30,7 +30,7 @@ export interface Parsed {
 }
 
 /** A step's `template:` key: which template, with which `vars`. */
-export interface TemplateCall {
+interface TemplateCall {
   name: string;
   vars: Record<string, unknown>;
   node: Node;
@@ -41,9 +41,9 @@ export function docOf(ctx: Ctx, p: Parsed): Ctx {
   return p.origin.doc ?? ctx;
 }
 
-export const PULL_VALUES: readonly string[] = ['always', 'not_present', 'on_start', 'never'];
+const PULL_VALUES: readonly string[] = ['always', 'not_present', 'on_start', 'never'];
 
-export function parsePull(ctx: Ctx, entry: Entry | undefined): PullPolicy {
+function parsePull(ctx: Ctx, entry: Entry | undefined): PullPolicy {
   const text = ctx.string(entry, 'pull');
   if (text === '') return 'not_present';
   const lower = text.toLowerCase();
@@ -51,10 +51,14 @@ export function parsePull(ctx: Ctx, entry: Entry | undefined): PullPolicy {
   if (lower === 'false') return 'not_present';
   if (PULL_VALUES.includes(text)) return text as PullPolicy;
   const s = suggest(text, PULL_VALUES);
-  ctx.error(entry?.value, `invalid pull policy "${text}"`, `use one of always, not_present, on_start, never${s !== undefined ? ` (did you mean "${s}"?)` : ''}`, entry?.keyNode);
+  ctx.error(
+    entry?.value,
+    `invalid pull policy "${text}"`,
+    `use one of always, not_present, on_start, never${s !== undefined ? ` (did you mean "${s}"?)` : ''}`,
+    entry?.keyNode,
+  );
   return 'not_present';
 }
-
 
 export function parseInt64(text: string): number | null {
   if (!/^[+-]?\d+$/.test(text)) return null;
@@ -62,7 +66,7 @@ export function parseInt64(text: string): number | null {
   return Number.isSafeInteger(n) ? n : null;
 }
 
-export function parseUlimits(ctx: Ctx, entry: Entry | undefined): Ulimit[] {
+function parseUlimits(ctx: Ctx, entry: Entry | undefined): Ulimit[] {
   const out: Ulimit[] = [];
   for (const node of ctx.list(entry, 'ulimits')) {
     if (isScalar(node)) {
@@ -102,7 +106,7 @@ export function parseUlimits(ctx: Ctx, entry: Entry | undefined): Ulimit[] {
   return out;
 }
 
-export function parseVolumes(ctx: Ctx, entry: Entry | undefined): Volume[] {
+function parseVolumes(ctx: Ctx, entry: Entry | undefined): Volume[] {
   const out: Volume[] = [];
   for (const node of ctx.list(entry, 'volumes')) {
     if (isScalar(node)) {
@@ -125,7 +129,7 @@ export function parseVolumes(ctx: Ctx, entry: Entry | undefined): Volume[] {
   return out;
 }
 
-export function parseStepSecrets(ctx: Ctx, entry: Entry | undefined): StepSecret[] {
+function parseStepSecrets(ctx: Ctx, entry: Entry | undefined): StepSecret[] {
   const out: StepSecret[] = [];
   if (entry !== undefined && entry.value !== null && isScalar(entry.value) && entry.value.value !== null) {
     const source = scalarText(entry.value);
@@ -163,14 +167,14 @@ export function parseGit(ctx: Ctx, entry: Entry | undefined): Git | null {
   return { token: { repositories, permissions } };
 }
 
-export function parseParameters(ctx: Ctx, entry: Entry | undefined): Record<string, unknown> {
+function parseParameters(ctx: Ctx, entry: Entry | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (entry === undefined || entry.value === null || ctx.isNull(entry.value)) return out;
   for (const e of ctx.entries(entry.value, 'parameters') ?? []) out[e.key] = ctx.toJS(e.value);
   return out;
 }
 
-export function nameOf(ctx: Ctx, keys: Map<string, Entry>, node: Node, what: string, fallback = ''): { name: string; nameNode: Node | null } {
+function nameOf(ctx: Ctx, keys: Map<string, Entry>, node: Node, what: string, fallback = ''): { name: string; nameNode: Node | null } {
   const entry = keys.get('name');
   const name = ctx.string(entry, `${what} name`) || fallback;
   if (name === '') ctx.error(node, `no name provided for ${what}`, `add name: <${what} name>`);
@@ -185,7 +189,8 @@ export function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secr
   const template = parseTemplateCall(ctx, keys.get('template'));
   const c = emptyContainer({ name });
   c.image = ctx.string(keys.get('image'), `${kind} image`);
-  if (c.image === '' && template === null) ctx.error(nameNode ?? node, `no image provided for ${kind} ${name}`, 'add image: <image reference>, e.g. alpine:3.20');
+  if (c.image === '' && template === null)
+    ctx.error(nameNode ?? node, `no image provided for ${kind} ${name}`, 'add image: <image reference>, e.g. alpine:3.20');
   c.commands = ctx.strings(keys.get('commands'), 'commands');
   c.entrypoint = ctx.strings(keys.get('entrypoint'), 'entrypoint');
   const ownEnvironment = ctx.envMap(keys.get('environment'), 'environment');
@@ -219,9 +224,19 @@ export function parseStep(ctx: Ctx, node: Node, kind: 'step' | 'service' | 'secr
     c.secrets.length === 0 &&
     !c.detach
   ) {
-    ctx.error(nameNode ?? node, `no commands, environment, parameters, secrets or template provided for step ${name}`, 'add commands: [...] (or parameters for a plugin)');
+    ctx.error(
+      nameNode ?? node,
+      `no commands, environment, parameters, secrets or template provided for step ${name}`,
+      'add commands: [...] (or parameters for a plugin)',
+    );
   }
-  return { container: c, parameters, ownEnvironment, origin: { doc: ctx.via !== '' ? ctx : null, node, nameNode, imageNode: keys.get('image')?.value ?? null }, template };
+  return {
+    container: c,
+    parameters,
+    ownEnvironment,
+    origin: { doc: ctx.via !== '' ? ctx : null, node, nameNode, imageNode: keys.get('image')?.value ?? null },
+    template,
+  };
 }
 
 export function builtinStep(name: string, image: string): Parsed {
@@ -294,8 +309,10 @@ export function parseSecrets(ctx: Ctx, entry: Entry | undefined, values: Record<
       if (secret.type === '') secret.type = 'repo';
       if (secret.pull === '') secret.pull = 'build_start';
       if (!['native', 'vault'].includes(secret.engine)) ctx.error(keys.get('engine')?.value, `invalid secret engine "${secret.engine}"`, 'use native or vault');
-      if (!['repo', 'org', 'shared'].includes(secret.type)) ctx.error(keys.get('type')?.value, `invalid secret type "${secret.type}"`, 'use repo, org or shared');
-      if (!['build_start', 'step_start'].includes(secret.pull)) ctx.error(keys.get('pull')?.value, `invalid secret pull "${secret.pull}"`, 'use build_start or step_start');
+      if (!['repo', 'org', 'shared'].includes(secret.type))
+        ctx.error(keys.get('type')?.value, `invalid secret type "${secret.type}"`, 'use repo, org or shared');
+      if (!['build_start', 'step_start'].includes(secret.pull))
+        ctx.error(keys.get('pull')?.value, `invalid secret pull "${secret.pull}"`, 'use build_start or step_start');
       if (values !== undefined) {
         const value = values[secret.name];
         if (value === undefined) ctx.error(keys.get('name')?.value ?? node, `no value supplied for secret "${secret.name}"`, 'pass it in the secrets option');
@@ -345,7 +362,7 @@ function parseTemplateCall(ctx: Ctx, entry: Entry | undefined): TemplateCall | n
   const keys = ctx.known(entry.value, 'step template', ['name', 'vars']);
   if (keys === null) return null;
   const name = ctx.string(keys.get('name'), 'template name');
-  if (name === '') ctx.error(entry.value, 'no name provided for the step\'s template', 'add name: <a name under templates:>');
+  if (name === '') ctx.error(entry.value, "no name provided for the step's template", 'add name: <a name under templates:>');
   const varsEntry = keys.get('vars');
   const vars = varsEntry?.value != null && !ctx.isNull(varsEntry.value) ? ctx.toJS(varsEntry.value) : {};
   if (vars === null || typeof vars !== 'object' || Array.isArray(vars)) {

@@ -16,7 +16,6 @@ export interface CompileError {
   hint?: string;
 }
 
-
 export interface Entry {
   key: string;
   keyNode: Node;

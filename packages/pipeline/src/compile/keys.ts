@@ -3,7 +3,6 @@
  * mean" suggestions for the others.
  */
 
-
 export const TOP_KEYS = ['version', 'metadata', 'environment', 'worker', 'secrets', 'services', 'stages', 'steps', 'templates', 'deployment', 'git'];
 export const METADATA_KEYS = ['template', 'clone', 'environment', 'auto_cancel', 'render_inline'];
 export const STEP_KEYS = [
@@ -36,7 +35,7 @@ export const RULESET_KEYS = [...RULE_KEYS, 'if', 'unless', 'matcher', 'operator'
 export const RULES_KEYS = [...RULE_KEYS, 'matcher', 'operator'];
 
 /** Levenshtein distance, for "did you mean" hints. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     let diag = prev[0] ?? 0;

@@ -71,10 +71,9 @@ export interface CompileOptions {
 export type CompileResult = { ok: true; build: Build; warnings: string[] } | { ok: false; errors: CompileError[]; warnings: string[] };
 
 /** Vela's default clone image (`target/vela-git-slim`). */
-export const DEFAULT_CLONE_IMAGE = 'target/vela-git-slim:latest';
+const DEFAULT_CLONE_IMAGE = 'target/vela-git-slim:latest';
 /** The image of Vela's init step, which runtimes do not pull or run. */
-export const INIT_IMAGE = '#init';
-
+const INIT_IMAGE = '#init';
 
 /**
  * Compiles a Vela pipeline file (YAML, `version: "1"`) into a {@link Build}, the way go-vela/server's
@@ -93,10 +92,26 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   const file = options.file;
   const pipelineType = (options.pipelineType ?? '').toLowerCase();
   if (pipelineType === 'starlark' || /\.(star|py)$/i.test(file)) {
-    return { ok: false, errors: [{ file, line: 1, column: 1, message: 'Starlark pipelines are not supported by Berth (no maintained Starlark interpreter runs on Node)', hint: 'write the pipeline as YAML (version "1"), or as a Go template with --pipeline-type go' }], warnings: [] };
+    return {
+      ok: false,
+      errors: [
+        {
+          file,
+          line: 1,
+          column: 1,
+          message: 'Starlark pipelines are not supported by Berth (no maintained Starlark interpreter runs on Node)',
+          hint: 'write the pipeline as YAML (version "1"), or as a Go template with --pipeline-type go',
+        },
+      ],
+      warnings: [],
+    };
   }
   if (!['', 'yaml', 'go', 'golang'].includes(pipelineType)) {
-    return { ok: false, errors: [{ file, line: 1, column: 1, message: `pipeline type "${options.pipelineType ?? ''}" is not supported`, hint: 'use yaml (the default) or go' }], warnings: [] };
+    return {
+      ok: false,
+      errors: [{ file, line: 1, column: 1, message: `pipeline type "${options.pipelineType ?? ''}" is not supported`, hint: 'use yaml (the default) or go' }],
+      warnings: [],
+    };
   }
   if (pipelineType === 'go' || pipelineType === 'golang') {
     // compiler/native/parse.go: a Go pipeline is rendered (RenderBuild) before it is read.
@@ -104,7 +119,11 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       source = renderGoTemplate(source, {}, velaFunctions({ ...velaEnvironment(options.metadata ?? {}), ...options.environment }, ''));
     } catch (error) {
       if (!(error instanceof TemplateError)) throw error;
-      return { ok: false, errors: [{ file, line: error.line, column: 1, message: `unable to render the pipeline as a Go template: ${error.message}` }], warnings: [] };
+      return {
+        ok: false,
+        errors: [{ file, line: error.line, column: 1, message: `unable to render the pipeline as a Go template: ${error.message}` }],
+        warnings: [],
+      };
     }
   }
   const lc = new LineCounter();
@@ -128,7 +147,8 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     if (!TOP_KEYS.includes(e.key)) {
       // Anchors are parked under top-level keys (`aliases:`, `x-*:`, `step-anchor: &a`, or a
       // top-level `<<: &a`): those stay silent.
-      const parked = e.key === 'aliases' || e.key.startsWith('x-') || e.key.startsWith('.') || e.merged || (e.value !== null && typeof e.value.anchor === 'string');
+      const parked =
+        e.key === 'aliases' || e.key.startsWith('x-') || e.key.startsWith('.') || e.merged || (e.value !== null && typeof e.value.anchor === 'string');
       if (!parked) ctx.unknownKey(e.keyNode, e.key, 'pipeline', TOP_KEYS);
       continue;
     }
@@ -160,7 +180,8 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       if (m.has('environment')) {
         metadataEnvironment = ctx.strings(m.get('environment'), 'metadata environment');
         for (const v of metadataEnvironment) {
-          if (!['steps', 'services', 'secrets'].includes(v)) ctx.error(m.get('environment')?.value, `invalid metadata environment "${v}"`, 'use steps, services and/or secrets');
+          if (!['steps', 'services', 'secrets'].includes(v))
+            ctx.error(m.get('environment')?.value, `invalid metadata environment "${v}"`, 'use steps, services and/or secrets');
         }
       }
       renderInlineWanted = ctx.bool(m.get('render_inline'), 'render_inline');
@@ -223,7 +244,8 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     ctx.error(stagesEntry.keyNode, 'stages and steps provided', 'use either steps or stages, not both');
   }
   if ((stepsEntry === undefined || ctx.isNull(stepsEntry.value)) && (stagesEntry === undefined || ctx.isNull(stagesEntry.value))) {
-    if (!renderInlineWanted && templates.size === 0) ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
+    if (!renderInlineWanted && templates.size === 0)
+      ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   const services: Parsed[] = [];
   for (const node of ctx.list(top.get('services'), 'services')) {
@@ -251,12 +273,18 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   if (renderInlineWanted) {
     // compiler/native/validate.go ValidateYAML: render_inline and step templates do not mix.
     for (const p of [...steps, ...stages.flatMap((s) => s.steps)]) {
-      if (p.template !== null) ctx.error(p.template.node, `step ${p.container.name}: cannot combine render_inline and a step that references a template`, 'remove render_inline, or the step\'s template:');
+      if (p.template !== null)
+        ctx.error(
+          p.template.node,
+          `step ${p.container.name}: cannot combine render_inline and a step that references a template`,
+          "remove render_inline, or the step's template:",
+        );
     }
     const inline = renderInline(ctx, templates, expansion, { ...globalEnvironment, ...defaults }, expansion.maxDepth);
     steps.push(...inline.steps);
     stages.push(...inline.stages);
-    if (steps.length > 0 && stages.length > 0) ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
+    if (steps.length > 0 && stages.length > 0)
+      ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
     if (steps.length === 0 && stages.length === 0 && ctx.errors.length === 0) ctx.error(root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   steps = expandSteps(ctx, steps, templates, expansion, expansion.maxDepth);
@@ -315,7 +343,12 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     const image = p.container.image;
     if (image === '' || image === INIT_IMAGE) continue;
     const parsed = parseImageReference(image);
-    if (!parsed.ok) ctx.error(p.origin.imageNode ?? p.origin.nameNode ?? p.origin.node, `invalid image "${image}" for ${p.container.name}: ${parsed.error}`, 'use a reference such as alpine:3.20 or registry.example.com/team/tool:1.2');
+    if (!parsed.ok)
+      ctx.error(
+        p.origin.imageNode ?? p.origin.nameNode ?? p.origin.node,
+        `invalid image "${image}" for ${p.container.name}: ${parsed.error}`,
+        'use a reference such as alpine:3.20 or registry.example.com/team/tool:1.2',
+      );
   }
 
   // secret references
@@ -326,7 +359,11 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     for (const ref of p.container.secrets) {
       if (declared.has(ref.source) || hasOrigins) continue;
       const hint = suggest(ref.source, [...declared]);
-      ctx.error(p.origin.nameNode ?? p.origin.node, `step ${p.container.name} uses secret "${ref.source}", which is not declared`, hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`);
+      ctx.error(
+        p.origin.nameNode ?? p.origin.node,
+        `step ${p.container.name} uses secret "${ref.source}", which is not declared`,
+        hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`,
+      );
     }
   }
 
@@ -370,9 +407,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   build.steps = keptSteps.map((p) => p.container);
   build.services = keptServices.map((p) => p.container);
   build.stages = keptStages.map((s) => ({ ...s.stage, steps: s.steps.map((p) => p.container) }));
-  build.secrets = secrets
-    .filter((s) => s.origin === null || s.origin.container.number > 0 || ruleData === undefined)
-    .map((s) => s.secret);
+  build.secrets = secrets.filter((s) => s.origin === null || s.origin.container.number > 0 || ruleData === undefined).map((s) => s.secret);
   const identity: BuildIdentity = options.identity ?? {
     org: options.metadata?.repo?.org ?? '',
     repo: options.metadata?.repo?.name ?? '',

@@ -10,7 +10,7 @@ import { goRegExp } from '../ruleset.ts';
 import type { Ctx, Entry } from './document.ts';
 import { RULE_KEYS, RULES_KEYS, RULESET_KEYS } from './keys.ts';
 
-export function expandEvents(events: string[]): string[] {
+function expandEvents(events: string[]): string[] {
   const out: string[] = [];
   for (const e of events) {
     if (e === 'pull_request') out.push('pull_request:opened', 'pull_request:synchronize', 'pull_request:reopened');
@@ -21,7 +21,7 @@ export function expandEvents(events: string[]): string[] {
   return out;
 }
 
-export function parseMatcher(ctx: Ctx, entry: Entry | undefined): Matcher | '' {
+function parseMatcher(ctx: Ctx, entry: Entry | undefined): Matcher | '' {
   const text = ctx.string(entry, 'matcher');
   if (text === '') return '';
   if (text === 'filepath' || text === 'regexp') return text;
@@ -30,7 +30,7 @@ export function parseMatcher(ctx: Ctx, entry: Entry | undefined): Matcher | '' {
   return '';
 }
 
-export function parseOperator(ctx: Ctx, entry: Entry | undefined): Operator | '' {
+function parseOperator(ctx: Ctx, entry: Entry | undefined): Operator | '' {
   const text = ctx.string(entry, 'operator');
   if (text === '') return '';
   if (text.toLowerCase() === 'and' || text.toLowerCase() === 'or') return text.toLowerCase() as Operator;
@@ -38,7 +38,7 @@ export function parseOperator(ctx: Ctx, entry: Entry | undefined): Operator | ''
   return '';
 }
 
-export function parseRuleLists(ctx: Ctx, keys: Map<string, Entry>, rules: Rules): void {
+function parseRuleLists(ctx: Ctx, keys: Map<string, Entry>, rules: Rules): void {
   for (const key of RULE_KEYS) {
     const entry = keys.get(key);
     if (entry === undefined) continue;
@@ -56,7 +56,7 @@ export function parseRuleLists(ctx: Ctx, keys: Map<string, Entry>, rules: Rules)
   }
 }
 
-export function checkPatterns(ctx: Ctx, rules: Rules, node: Node): void {
+function checkPatterns(ctx: Ctx, rules: Rules, node: Node): void {
   for (const key of RULE_KEYS) {
     if (key === 'eval') continue;
     for (const pattern of rules[key] as string[]) {

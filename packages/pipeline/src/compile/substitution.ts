@@ -13,7 +13,11 @@ export function substituteContainer(ctx: Ctx, p: Parsed): void {
     try {
       return envsubst(s, lookup);
     } catch (error) {
-      ctx.error(p.origin.node, `unable to substitute environment variables in step ${p.container.name}: ${(error as Error).message}`, 'escape a literal ${ as $${');
+      ctx.error(
+        p.origin.node,
+        `unable to substitute environment variables in step ${p.container.name}: ${(error as Error).message}`,
+        'escape a literal ${ as $${',
+      );
       return s;
     }
   };

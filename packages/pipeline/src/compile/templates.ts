@@ -61,7 +61,8 @@ export function parseTemplateSource(source: string): { ok: true; source: RemoteT
   const org = parts[0] ?? '';
   const repo = parts[1] ?? '';
   let file = parts.slice(2).join('/');
-  if (parts.length < 3 || org === '' || repo === '' || file === '') return { ok: false, message: `invalid template source ${source}, must contain org/repo/path_to_template` };
+  if (parts.length < 3 || org === '' || repo === '' || file === '')
+    return { ok: false, message: `invalid template source ${source}, must contain org/repo/path_to_template` };
   let ref = '';
   const at = file.indexOf('@');
   if (at >= 0) {
@@ -97,7 +98,15 @@ export function parseTemplates(ctx: Ctx, entry: Entry | undefined): Map<string, 
     const varsNode = keys.get('vars')?.value ?? null;
     const vars = varsNode !== null && !ctx.isNull(varsNode) ? ctx.toJS(varsNode) : {};
     const plain = vars !== null && typeof vars === 'object' && !Array.isArray(vars) ? (vars as Record<string, unknown>) : {};
-    out.set(name, { name, source: ctx.string(keys.get('source'), 'template source'), type, format: ctx.string(keys.get('format'), 'template format'), node, doc: ctx, vars: plain });
+    out.set(name, {
+      name,
+      source: ctx.string(keys.get('source'), 'template source'),
+      type,
+      format: ctx.string(keys.get('format'), 'template format'),
+      node,
+      doc: ctx,
+      vars: plain,
+    });
   }
   return out;
 }
@@ -137,15 +146,31 @@ export function expandSteps(ctx: Ctx, steps: Parsed[], templates: Map<string, De
       }
     }
     if (depth <= 0) {
-      d.error(call.node, `max template depth of ${state.maxDepth} exceeded (step ${name} calls template ${call.name})`, 'a template that calls itself, directly or through others, never ends; check the templates: each template declares');
+      d.error(
+        call.node,
+        `max template depth of ${state.maxDepth} exceeded (step ${name} calls template ${call.name})`,
+        'a template that calls itself, directly or through others, never ends; check the templates: each template declares',
+      );
       continue;
     }
     const declared = templates.get(call.name);
     if (declared === undefined) {
-      d.error(call.node, `missing template source for template ${call.name} in pipeline for step ${name}`, `declare it under templates: (name, source, type), or map it with --template-file ${call.name}:<path>`);
+      d.error(
+        call.node,
+        `missing template source for template ${call.name} in pipeline for step ${name}`,
+        `declare it under templates: (name, source, type), or map it with --template-file ${call.name}:<path>`,
+      );
       continue;
     }
-    const rendered = renderTemplate(ctx, declared, state, { ...call.vars, VELA_TEMPLATE_NAME: call.name }, state.stepEnvironment(p), name, `template ${call.name} used by step "${name}" at ${d.where(call.node)}`);
+    const rendered = renderTemplate(
+      ctx,
+      declared,
+      state,
+      { ...call.vars, VELA_TEMPLATE_NAME: call.name },
+      state.stepEnvironment(p),
+      name,
+      `template ${call.name} used by step "${name}" at ${d.where(call.node)}`,
+    );
     if (rendered === null) continue;
     const { child, top } = rendered;
     let inner = top.has('steps') ? parseSteps(child, top.get('steps'), 'template steps') : [];
@@ -161,7 +186,11 @@ export function expandSteps(ctx: Ctx, steps: Parsed[], templates: Map<string, De
 /** A template's secrets, services and environment join the pipeline's (only new names, unless `all`). */
 function mergeTemplate(child: Ctx, top: Map<string, Entry>, state: ExpandState, all: boolean): void {
   for (const s of parseSecrets(child, top.get('secrets'), state.secretValues)) {
-    const known = state.secrets.some((x) => (s.secret.name !== '' && x.secret.name === s.secret.name) || (s.origin !== null && x.origin !== null && x.origin.container.name === s.origin.container.name));
+    const known = state.secrets.some(
+      (x) =>
+        (s.secret.name !== '' && x.secret.name === s.secret.name) ||
+        (s.origin !== null && x.origin !== null && x.origin.container.name === s.origin.container.name),
+    );
     if (all || !known) state.secrets.push(s);
   }
   for (const node of child.list(top.get('services'), 'services')) {
@@ -172,17 +201,32 @@ function mergeTemplate(child: Ctx, top: Map<string, Entry>, state: ExpandState, 
 }
 
 /** Loads, renders and parses one template; errors are reported and give null. */
-function renderTemplate(ctx: Ctx, declared: Declared, state: ExpandState, vars: Record<string, unknown>, environment: Record<string, string>, stepName: string, via: string): { child: Ctx; top: Map<string, Entry> } | null {
+function renderTemplate(
+  ctx: Ctx,
+  declared: Declared,
+  state: ExpandState,
+  vars: Record<string, unknown>,
+  environment: Record<string, string>,
+  stepName: string,
+  via: string,
+): { child: Ctx; top: Map<string, Entry> } | null {
   const format = declared.format || 'go';
   if (format === 'starlark') {
-    declared.doc.error(declared.node, `template ${declared.name} is a Starlark template, which Berth cannot render (no maintained Starlark interpreter runs on Node)`, 'render it with the Vela CLI, or rewrite it as a Go template');
+    declared.doc.error(
+      declared.node,
+      `template ${declared.name} is a Starlark template, which Berth cannot render (no maintained Starlark interpreter runs on Node)`,
+      'render it with the Vela CLI, or rewrite it as a Go template',
+    );
     return null;
   }
   if (format !== 'go' && format !== 'golang') {
     declared.doc.error(declared.node, `format of ${format} is unsupported for template ${declared.name}`, 'use go (or golang)');
     return null;
   }
-  const load: TemplateLoad = state.load?.(declared) ?? { ok: false, message: `template ${declared.name} (${declared.source}) cannot be read: no template loader was given` };
+  const load: TemplateLoad = state.load?.(declared) ?? {
+    ok: false,
+    message: `template ${declared.name} (${declared.source}) cannot be read: no template loader was given`,
+  };
   if (!load.ok) {
     declared.doc.error(declared.node, load.message, load.hint);
     return null;
@@ -220,14 +264,28 @@ function renderTemplate(ctx: Ctx, declared: Declared, state: ExpandState, vars: 
  * steps (or stages), services, secrets and environment join the pipeline, names prefixed with the
  * template's name (compiler/native/compile.go compileInline).
  */
-export function renderInline(ctx: Ctx, templates: Map<string, Declared>, state: ExpandState, environment: Record<string, string>, depth: number): { steps: Parsed[]; stages: ParsedStage[] } {
+export function renderInline(
+  ctx: Ctx,
+  templates: Map<string, Declared>,
+  state: ExpandState,
+  environment: Record<string, string>,
+  depth: number,
+): { steps: Parsed[]; stages: ParsedStage[] } {
   const out: { steps: Parsed[]; stages: ParsedStage[] } = { steps: [], stages: [] };
   for (const t of templates.values()) {
     if (depth <= 0) {
       t.doc.error(t.node, `max template depth of ${state.maxDepth} exceeded (template ${t.name})`, 'a template that renders itself inline never ends');
       return out;
     }
-    const rendered = renderTemplate(ctx, t, state, { ...t.vars, VELA_TEMPLATE_NAME: t.name }, environment, t.name, `template ${t.name} rendered inline from ${t.doc.where(t.node)}`);
+    const rendered = renderTemplate(
+      ctx,
+      t,
+      state,
+      { ...t.vars, VELA_TEMPLATE_NAME: t.name },
+      environment,
+      t.name,
+      `template ${t.name} rendered inline from ${t.doc.where(t.node)}`,
+    );
     if (rendered === null) continue;
     const { child, top } = rendered;
     const nested = parseTemplates(child, top.get('templates'));

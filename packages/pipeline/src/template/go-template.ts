@@ -292,7 +292,7 @@ function truthy(v: Value): boolean {
 }
 
 /** Go's `fmt.Sprint` of a value, as `{{ x }}` prints it. */
-export function goString(v: Value): string {
+function goString(v: Value): string {
   if (v === NO_VALUE) return '<no value>';
   if (v === null || v === undefined) return '<nil>';
   if (typeof v === 'string') return v;
@@ -312,7 +312,8 @@ function field(v: Value, path: string[], line: number): Value {
   let cur = v;
   for (const p of path) {
     if (cur === null || cur === undefined || cur === NO_VALUE) return NO_VALUE;
-    if (typeof cur !== 'object' || Array.isArray(cur)) throw new TemplateError(`can't evaluate field ${p} in type ${Array.isArray(cur) ? 'list' : typeof cur}`, line);
+    if (typeof cur !== 'object' || Array.isArray(cur))
+      throw new TemplateError(`can't evaluate field ${p} in type ${Array.isArray(cur) ? 'list' : typeof cur}`, line);
     const o = cur as Record<string, Value>;
     cur = Object.hasOwn(o, p) ? o[p] : NO_VALUE;
   }
@@ -345,7 +346,7 @@ function sprintf(format: string, args: Value[]): string {
  * Go's builtins and the sprig functions Vela pipelines use. `env` and `expandenv` are absent, as
  * Vela deletes them.
  */
-export const FUNCTIONS: Record<string, Fn> = {
+const FUNCTIONS: Record<string, Fn> = {
   and: (...a) => a.find((x) => !truthy(x)) ?? a[a.length - 1],
   or: (...a) => a.find((x) => truthy(x)) ?? a[a.length - 1],
   not: (a) => !truthy(a),
@@ -356,7 +357,11 @@ export const FUNCTIONS: Record<string, Fn> = {
   gt: (a, b) => cmp(a, b) > 0,
   ge: (a, b) => cmp(a, b) >= 0,
   len: (a) => (typeof a === 'string' || Array.isArray(a) ? a.length : a !== null && typeof a === 'object' ? Object.keys(a).length : 0),
-  index: (a, ...keys) => keys.reduce<Value>((cur, k) => (Array.isArray(cur) ? cur[num(k)] : cur !== null && typeof cur === 'object' ? (cur as Record<string, Value>)[str(k)] : undefined), a),
+  index: (a, ...keys) =>
+    keys.reduce<Value>(
+      (cur, k) => (Array.isArray(cur) ? cur[num(k)] : cur !== null && typeof cur === 'object' ? (cur as Record<string, Value>)[str(k)] : undefined),
+      a,
+    ),
   print: (...a) => a.map(goString).join(''),
   printf: (f, ...a) => sprintf(str(f), a),
   println: (...a) => `${a.map(goString).join(' ')}\n`,
@@ -395,7 +400,11 @@ export const FUNCTIONS: Record<string, Fn> = {
   repeat: (n, s) => str(s).repeat(Math.max(0, num(n))),
   quote: (...a) => a.map((x) => JSON.stringify(str(x))).join(' '),
   squote: (...a) => a.map((x) => `'${str(x)}'`).join(' '),
-  cat: (...a) => a.filter((x) => x !== null && x !== undefined && x !== NO_VALUE).map(goString).join(' '),
+  cat: (...a) =>
+    a
+      .filter((x) => x !== null && x !== undefined && x !== NO_VALUE)
+      .map(goString)
+      .join(' '),
   nospace: (s) => str(s).replace(/\s/g, ''),
   indent: (n, s) => str(s).replace(/^/gm, ' '.repeat(num(n))),
   nindent: (n, s) => `\n${str(s).replace(/^/gm, ' '.repeat(num(n)))}`,

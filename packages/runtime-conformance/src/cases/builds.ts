@@ -76,7 +76,12 @@ export function buildCases(): ConformanceCase[] {
           const step = conformanceStep(build, 'marker', 1, {
             image: h.options.image,
             directory: ws,
-            script: [`echo ${mine} > marker-${mine}`, 'sleep 1', `cat marker-${mine}`, `if [ -e marker-${theirs} ]; then echo saw-${theirs}; else echo no-${theirs}; fi`],
+            script: [
+              `echo ${mine} > marker-${mine}`,
+              'sleep 1',
+              `cat marker-${mine}`,
+              `if [ -e marker-${theirs} ]; then echo saw-${theirs}; else echo no-${theirs}; fi`,
+            ],
           });
           build.steps = [step];
           h.track(runtime, build);
@@ -199,4 +204,3 @@ export function buildCases(): ConformanceCase[] {
     },
   ];
 }
-

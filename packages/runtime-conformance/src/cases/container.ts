@@ -74,7 +74,11 @@ export function containerCases(): ConformanceCase[] {
         const ws = h.options.workspacePath;
         const runtime = await h.runtime();
         const build = conformanceBuild();
-        const writer = conformanceStep(build, 'writer', 1, { image: h.options.image, directory: `${ws}/src/conformance`, script: ['echo in-working-directory > here.txt'] });
+        const writer = conformanceStep(build, 'writer', 1, {
+          image: h.options.image,
+          directory: `${ws}/src/conformance`,
+          script: ['echo in-working-directory > here.txt'],
+        });
         const reader = conformanceStep(build, 'reader', 2, { image: h.options.image, directory: ws, script: ['cat src/conformance/here.txt'] });
         build.steps = [writer, reader];
         h.track(runtime, build);

@@ -47,7 +47,8 @@ export function lifecycleCases(): ConformanceCase[] {
         const started = performance.now();
         const outcome = await settleWithin(runtime.waitContainer(ctx, step), 300 + h.options.timeouts.cancel + 4_000, started);
         cancel();
-        const why = outcome.status === 'fulfilled' ? `${describeOutcome(outcome)}; the container's log:\n${await logSoFar(runtime, step)}` : describeOutcome(outcome);
+        const why =
+          outcome.status === 'fulfilled' ? `${describeOutcome(outcome)}; the container's log:\n${await logSoFar(runtime, step)}` : describeOutcome(outcome);
         expect(rejectedWith(outcome, 'DeadlineExceeded'), why).toBe(true);
         expect(outcome.ms - 300, why).toBeLessThan(h.options.timeouts.cancel);
       },
@@ -63,8 +64,7 @@ export function lifecycleCases(): ConformanceCase[] {
         await pollUntil(async () => (await runtime.inspectContainer(h.ctx(), step)).state === 'running', 10_000);
         await runtime.removeContainer(h.ctx(), step);
         const outcome = await waiting;
-        const settled =
-          (outcome.status === 'fulfilled' && outcome.value.exitCode !== 0) || rejectedWith(outcome, 'NotFound', 'ContainerFailed');
+        const settled = (outcome.status === 'fulfilled' && outcome.value.exitCode !== 0) || rejectedWith(outcome, 'NotFound', 'ContainerFailed');
         expect(settled, `waitContainer ${describeOutcome(outcome)}`).toBe(true);
         await expectGone(h, runtime, step);
         await runtime.removeContainer(h.ctx(), step);

@@ -117,7 +117,9 @@ export function logsCases(): ConformanceCase[] {
         expectExit({ exit, logs: bytes < 2_000 ? head : `${head.slice(0, 2_000)}… (${bytes} bytes in all)` }, 0);
         expect(bytes).toBe(total);
         expect(hash.digest('hex'), 'sha256 of the log').toBe(expectedYesHash(LARGE_LOG_PATTERN, total));
-        expect(bufferedWhilePaused, 'bytes buffered in the tail stream while its reader paused for 1 s (the runtime must apply backpressure)').toBeLessThan(LARGE_LOG_MAX_BUFFERED);
+        expect(bufferedWhilePaused, 'bytes buffered in the tail stream while its reader paused for 1 s (the runtime must apply backpressure)').toBeLessThan(
+          LARGE_LOG_MAX_BUFFERED,
+        );
         const growth = rssPeak - rssBefore;
         expect(growth, `RSS grew by ${Math.round(growth / 1e6)} MB while reading`).toBeLessThan(h.options.largeLogMemoryLimitBytes);
       },
@@ -138,7 +140,10 @@ export function logsCases(): ConformanceCase[] {
           stream.on('error', resolve);
           stream.on('close', () => resolve(undefined));
         });
-        expect(await pollUntil(() => Promise.resolve(seen.includes('started')), 10_000), `the first line arrives while the container runs; the log so far: ${JSON.stringify(seen)}`).toBe(true);
+        expect(
+          await pollUntil(() => Promise.resolve(seen.includes('started')), 10_000),
+          `the first line arrives while the container runs; the log so far: ${JSON.stringify(seen)}`,
+        ).toBe(true);
         const started = performance.now();
         cancel();
         const outcome = await settleWithin(ended, h.options.timeouts.cancel + 4_000, started);

@@ -129,7 +129,8 @@ export async function firstRejection(
   try {
     for (const [operation, call] of steps) {
       const outcome = await settleWithin(call(), limitMs + 2_000, started);
-      if (outcome.status !== 'fulfilled') return { operation, outcome: describeOutcome(outcome), error: outcome.status === 'rejected' ? outcome.reason : undefined };
+      if (outcome.status !== 'fulfilled')
+        return { operation, outcome: describeOutcome(outcome), error: outcome.status === 'rejected' ? outcome.reason : undefined };
     }
     return undefined;
   } finally {

@@ -4,7 +4,21 @@
  */
 import { ShellExit } from './errors.ts';
 
-const PRECEDENCE: Readonly<Record<string, number>> = { '||': 1, '&&': 2, '==': 3, '!=': 3, '<': 4, '>': 4, '<=': 4, '>=': 4, '+': 5, '-': 5, '*': 6, '/': 6, '%': 6 };
+const PRECEDENCE: Readonly<Record<string, number>> = {
+  '||': 1,
+  '&&': 2,
+  '==': 3,
+  '!=': 3,
+  '<': 4,
+  '>': 4,
+  '<=': 4,
+  '>=': 4,
+  '+': 5,
+  '-': 5,
+  '*': 6,
+  '/': 6,
+  '%': 6,
+};
 
 /** Evaluates `expr`, reading variables with `variable`. A truncated expression exits the shell with 2. */
 export function evaluateArithmetic(expr: string, variable: (name: string) => string | undefined): number {

@@ -26,7 +26,7 @@ export interface Redirect {
 }
 
 /** `NAME=value` before a command. */
-export interface Assignment {
+interface Assignment {
   name: string;
   value: Word;
 }
@@ -290,7 +290,13 @@ export function parseScript(source: string): List {
     while (isOp('\n')) pos++;
   };
   const describe = (t: Token): string =>
-    t.kind === 'eof' ? ' but the script ended' : t.kind === 'word' ? ` near "${t.plain ?? '…'}"` : t.kind === 'op' ? ` near "${t.op === '\n' ? '\\n' : t.op}"` : ` near "${t.op}"`;
+    t.kind === 'eof'
+      ? ' but the script ended'
+      : t.kind === 'word'
+        ? ` near "${t.plain ?? '…'}"`
+        : t.kind === 'op'
+          ? ` near "${t.op === '\n' ? '\\n' : t.op}"`
+          : ` near "${t.op}"`;
 
   const atListEnd = (): boolean => {
     const t = peek();

@@ -345,7 +345,8 @@ export class Shell {
   /** Expands a word into fields (unquoted expansions are split on blanks unless `split` is false). */
   async expandWord(word: Word, split = true): Promise<string[]> {
     const segments: { text: string; split: boolean; quoted: boolean }[] = [];
-    for (const part of word.parts) segments.push({ text: await this.expandPart(part), split: split && part.type !== 'lit' && !part.quoted, quoted: part.quoted });
+    for (const part of word.parts)
+      segments.push({ text: await this.expandPart(part), split: split && part.type !== 'lit' && !part.quoted, quoted: part.quoted });
     const fields: string[] = [];
     let current = '';
     let have = false;
@@ -405,7 +406,11 @@ export class Shell {
         const sub = this.subshell();
         await sub.asProcess({ stdin: EMPTY_INPUT, stdout: NULL_OUTPUT, stderr: NULL_OUTPUT }, async () => {
           const list = parseScript(part.script);
-          return sub.execList(list, { stdin: EMPTY_INPUT, stdout: { write: (d) => (captured.push(Buffer.from(d)), Promise.resolve(true)) }, stderr: NULL_OUTPUT }, false);
+          return sub.execList(
+            list,
+            { stdin: EMPTY_INPUT, stdout: { write: (d) => (captured.push(Buffer.from(d)), Promise.resolve(true)) }, stderr: NULL_OUTPUT },
+            false,
+          );
         });
         this.status = sub.status;
         return Buffer.concat(captured).toString().replace(/\n+$/, '');

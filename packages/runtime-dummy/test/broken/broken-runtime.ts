@@ -31,12 +31,18 @@ export function brokenRuntime(inner: Runtime, mode: BrokenMode): Runtime {
         return async (...args: Parameters<Runtime['tailContainer']>) => endAtFirstPause(await target.tailContainer(...args));
       }
       if (property === 'setupContainer' && mode === 'image-without-nc') {
-        return (ctx: Parameters<Runtime['setupContainer']>[0], container: Parameters<Runtime['setupContainer']>[1], build: Parameters<Runtime['setupContainer']>[2]) =>
-          target.setupContainer(ctx, withoutNc(container), build);
+        return (
+          ctx: Parameters<Runtime['setupContainer']>[0],
+          container: Parameters<Runtime['setupContainer']>[1],
+          build: Parameters<Runtime['setupContainer']>[2],
+        ) => target.setupContainer(ctx, withoutNc(container), build);
       }
       if (property === 'runContainer' && mode === 'image-without-nc') {
-        return (ctx: Parameters<Runtime['runContainer']>[0], container: Parameters<Runtime['runContainer']>[1], build: Parameters<Runtime['runContainer']>[2]) =>
-          target.runContainer(ctx, withoutNc(container), build);
+        return (
+          ctx: Parameters<Runtime['runContainer']>[0],
+          container: Parameters<Runtime['runContainer']>[1],
+          build: Parameters<Runtime['runContainer']>[2],
+        ) => target.runContainer(ctx, withoutNc(container), build);
       }
       if (property === 'waitContainer' && mode === 'ignore-wait-ctx') {
         return (_ctx: unknown, container: Parameters<Runtime['waitContainer']>[1]) => target.waitContainer(background(), container);
@@ -116,6 +122,8 @@ function endAtFirstPause(source: Readable): Readable {
 function withoutNc<T extends { environment: Record<string, string> }>(container: T): T {
   const script = container.environment.VELA_BUILD_SCRIPT;
   if (script === undefined) return container;
-  const text = Buffer.from(script, 'base64').toString('utf8').replace(/\bnc(?= )/g, 'nc-not-in-this-image');
+  const text = Buffer.from(script, 'base64')
+    .toString('utf8')
+    .replace(/\bnc(?= )/g, 'nc-not-in-this-image');
   return { ...container, environment: { ...container.environment, VELA_BUILD_SCRIPT: Buffer.from(text).toString('base64') } };
 }

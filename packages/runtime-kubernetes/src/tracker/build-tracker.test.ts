@@ -25,7 +25,13 @@ function tracker(options: { pullGraceMs?: number; pendingTimeoutMs?: number; eve
   return t;
 }
 
-function status(name: string, image: string, state: V1ContainerStatus['state'], restartCount = 0, lastState: V1ContainerStatus['lastState'] = {}): V1ContainerStatus {
+function status(
+  name: string,
+  image: string,
+  state: V1ContainerStatus['state'],
+  restartCount = 0,
+  lastState: V1ContainerStatus['lastState'] = {},
+): V1ContainerStatus {
   return { name, image, imageID: '', ready: false, restartCount, state, lastState };
 }
 
@@ -62,7 +68,7 @@ describe('ContainerTracker (through BuildTracker)', () => {
     expect(c.exit?.exitCode).toBe(7);
   });
 
-  it('reads the exit from lastState when the pause image took the step container\'s place', () => {
+  it("reads the exit from lastState when the pause image took the step container's place", () => {
     const t = tracker();
     const c = t.addContainer('step_a', 'a');
     c.markRequested(STEP);
@@ -150,7 +156,11 @@ function event(uid: string, reason: string, message: string, fieldPath?: string,
 }
 
 describe('restartPolicy Never and containerd (issue 14)', () => {
-  const pauseRunningWithId = (restartCount = 0): V1ContainerStatus => ({ ...status('a', PAUSE, pauseRunning, restartCount), imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64), containerID: 'containerd://pause0' });
+  const pauseRunningWithId = (restartCount = 0): V1ContainerStatus => ({
+    ...status('a', PAUSE, pauseRunning, restartCount),
+    imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64),
+    containerID: 'containerd://pause0',
+  });
   const pauseTerminated = (restartCount = 0): V1ContainerStatus => ({
     ...status('a', PAUSE, { terminated: { exitCode: 2, reason: 'Error', containerID: 'containerd://pause0' } }, restartCount),
     imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64),
@@ -159,7 +169,7 @@ describe('restartPolicy Never and containerd (issue 14)', () => {
   // kuberuntime_manager.go computePodActions kills the pause (spec changed) and starts the new image in
   // one sync; when the pull fails, ShouldContainerBeRestarted (pkg/kubelet/container/helpers.go) says no
   // under Never and convertToAPIContainerStatuses shows the terminated pause, no waiting reason.
-  it('a terminated pause with its restart count unchanged after the request is a start failure with the event\'s message, before any grace', () => {
+  it("a terminated pause with its restart count unchanged after the request is a start failure with the event's message, before any grace", () => {
     const t = tracker({ pullGraceMs: 60_000 });
     const c = t.addContainer('step_a', 'a');
     t.markCreated('u1');
@@ -184,7 +194,7 @@ describe('restartPolicy Never and containerd (issue 14)', () => {
     expect(c.failure?.message).toContain('no kubelet event said why');
   });
 
-  it('matches pull events on the image they name, whatever the node\'s clock says', async () => {
+  it("matches pull events on the image they name, whatever the node's clock says", async () => {
     const t = tracker({ pullGraceMs: 80 });
     const c = t.addContainer('step_a', 'a');
     t.observePod(pod([pauseRunningWithId()]));
@@ -192,7 +202,7 @@ describe('restartPolicy Never and containerd (issue 14)', () => {
     // The node's clock is 10 minutes behind the worker's.
     const skewed = new Date(Date.now() - 600_000);
     t.observeEvent(event('e0', 'Failed', 'Failed to pull image "berth/pause:1": not found', 'spec.containers{a}', 'Warning', skewed));
-    expect(c.eventMessage, 'an event about another image is not the step\'s').toBeUndefined();
+    expect(c.eventMessage, "an event about another image is not the step's").toBeUndefined();
     t.observeEvent(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": manifest unknown', 'spec.containers{a}', 'Warning', skewed));
     await sleep(200);
     expect(isRuntimeError(c.failure, 'ImageNotFound'), String(c.failure)).toBe(true);
@@ -219,12 +229,29 @@ describe('restartPolicy Never and containerd (issue 14)', () => {
     t.observePod(pod([pauseRunningWithId()]));
     c.markRequested(`alpine@${digest}`);
     // containerd: the pause image's first tag is another name; its imageID is unchanged.
-    t.observePod(pod([{ ...status('a', 'docker.io/library/other-tag-of-pause:1', pauseRunning, 0), imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64) }]));
+    t.observePod(
+      pod([{ ...status('a', 'docker.io/library/other-tag-of-pause:1', pauseRunning, 0), imageID: 'docker.io/berth/pause@sha256:' + 'a'.repeat(64) }]),
+    );
     expect(c.started, 'the pause under another name is not the step').toBe(false);
     // The step, restart count unchanged in this status, shown as docker.io/library/alpine:3.19.
-    t.observePod(pod([{ ...status('a', 'docker.io/library/alpine:3.19', { running: { startedAt: new Date() } }, 0), imageID: `docker.io/library/alpine@${digest}`, containerID: 'containerd://step1' }]));
+    t.observePod(
+      pod([
+        {
+          ...status('a', 'docker.io/library/alpine:3.19', { running: { startedAt: new Date() } }, 0),
+          imageID: `docker.io/library/alpine@${digest}`,
+          containerID: 'containerd://step1',
+        },
+      ]),
+    );
     expect(c.started).toBe(true);
-    t.observePod(pod([{ ...status('a', 'docker.io/library/alpine:3.19', { terminated: { exitCode: 4, reason: 'Error', containerID: 'containerd://step1' } }, 0), imageID: `docker.io/library/alpine@${digest}` }]));
+    t.observePod(
+      pod([
+        {
+          ...status('a', 'docker.io/library/alpine:3.19', { terminated: { exitCode: 4, reason: 'Error', containerID: 'containerd://step1' } }, 0),
+          imageID: `docker.io/library/alpine@${digest}`,
+        },
+      ]),
+    );
     expect(c.exit).toEqual({ exitCode: 4, reason: 'Error' });
   });
 });
@@ -288,7 +315,7 @@ describe('BuildTracker', () => {
     expect(c.failure).toBeUndefined();
   });
 
-  it('stops the pending timeout once the sandbox is ready: the first step\'s pull, with the pod still Pending, does not count', async () => {
+  it("stops the pending timeout once the sandbox is ready: the first step's pull, with the pod still Pending, does not count", async () => {
     // The kubelet pulls images one after another (serialised per node) while the pod stays Pending;
     // PodReadyToStartContainers is True once the sandbox exists (pkg/kubelet/status/generate.go,
     // GeneratePodReadyToStartContainersCondition).
@@ -315,7 +342,10 @@ describe('BuildTracker', () => {
     const t = tracker({ pendingTimeoutMs: 100 });
     const c = t.addContainer('step_a', 'a');
     t.markCreating();
-    t.observePod({ metadata: { name: 'pod', uid: 'u1' }, status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date() }] } });
+    t.observePod({
+      metadata: { name: 'pod', uid: 'u1' },
+      status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: new Date() }] },
+    });
     await sleep(250);
     expect(c.failure?.message).toContain('stayed Pending');
   });
@@ -328,7 +358,7 @@ describe('BuildTracker', () => {
     expect(c.failure?.message).toContain('Evicted');
   });
 
-  it('routes events to notices by container, skips the pause container\'s, and deduplicates', () => {
+  it("routes events to notices by container, skips the pause container's, and deduplicates", () => {
     const events: RuntimeEvent[] = [];
     const t = tracker({ events });
     const c = t.addContainer('step_a', 'a');
@@ -338,7 +368,10 @@ describe('BuildTracker', () => {
     c.markRequested(STEP);
     t.observeEvent(event('p2', 'Pulling', 'Pulling image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
     t.observeEvent(event('p2', 'Pulling', 'Pulling image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
-    t.observeEvent({ ...event('x1', 'Pulling', 'other pod', 'spec.containers{a}', 'Normal'), involvedObject: { kind: 'Pod', name: 'pod', uid: 'u9', fieldPath: 'spec.containers{a}' } });
+    t.observeEvent({
+      ...event('x1', 'Pulling', 'other pod', 'spec.containers{a}', 'Normal'),
+      involvedObject: { kind: 'Pod', name: 'pod', uid: 'u9', fieldPath: 'spec.containers{a}' },
+    });
     expect(events).toEqual([
       { type: 'notice', buildId: 'org_repo_1', containerId: '', reason: 'Scheduled', message: 'Successfully assigned ns/pod to node' },
       { type: 'notice', buildId: 'org_repo_1', containerId: 'step_a', reason: 'Pulling', message: 'Pulling image "alpine:3.20"' },

@@ -220,7 +220,8 @@ export class BuildTracker {
     const status = this.pod?.status;
     if (!this.seen) parts.push('the pod was never reported by the API server');
     for (const condition of status?.conditions ?? []) {
-      if (condition.status !== 'True' && (condition.reason || condition.message)) parts.push(`${condition.type} ${condition.reason ?? ''}${condition.message ? `: ${condition.message}` : ''}`.trim());
+      if (condition.status !== 'True' && (condition.reason || condition.message))
+        parts.push(`${condition.type} ${condition.reason ?? ''}${condition.message ? `: ${condition.message}` : ''}`.trim());
     }
     for (const c of status?.containerStatuses ?? []) {
       const waiting = c.state?.waiting;

@@ -25,13 +25,13 @@ export function sameImage(a: string | undefined, b: string | undefined): boolean
 }
 
 /** The digest (`sha256:…`) of an image reference or an `imageID` (`docker-pullable://x@sha256:…`, `sha256:…`), if it names one. */
-export function digestOf(value: string | undefined): string | undefined {
+function digestOf(value: string | undefined): string | undefined {
   return value === undefined ? undefined : /(sha256:[0-9a-f]{64})$/.exec(value)?.[1];
 }
 
 /** The id of the container instance a status describes now (running, terminated, or the status' own). */
 function currentContainerId(status: V1ContainerStatus): string | undefined {
-  return (status.state?.running ? status.containerID : status.state?.terminated?.containerID ?? status.containerID) || undefined;
+  return (status.state?.running ? status.containerID : (status.state?.terminated?.containerID ?? status.containerID)) || undefined;
 }
 
 /** How long a start failure seen in the pod status waits for the kubelet's event that says why. */
@@ -163,7 +163,8 @@ export class ContainerTracker {
   /** Feeds the container's status from a pod update. */
   observe(status: V1ContainerStatus): void {
     this.latest = status;
-    if (this.image === undefined && status.imageID && (status.state?.running || sameImage(status.image, this.options.pauseImage))) this.#pauseImageId = status.imageID;
+    if (this.image === undefined && status.imageID && (status.state?.running || sameImage(status.image, this.options.pauseImage)))
+      this.#pauseImageId = status.imageID;
     if (this.finished) return this.#notify();
     const previous = status.lastState?.terminated;
     if (this.#stepRestartCount !== undefined && previous && (status.restartCount ?? 0) > this.#stepRestartCount) {
@@ -243,9 +244,10 @@ export class ContainerTracker {
 
   /** The state for `inspectContainer`. */
   status(): ContainerStatus {
-    if (this.#phase === 'exited' && this.exit) return { state: 'exited', exitCode: this.exit.exitCode, ...(this.exit.reason ? { reason: this.exit.reason } : {}) };
+    if (this.#phase === 'exited' && this.exit)
+      return { state: 'exited', exitCode: this.exit.exitCode, ...(this.exit.reason ? { reason: this.exit.reason } : {}) };
     if (this.#phase === 'running') return { state: 'running' };
-    const reason = this.failure ? this.waiting?.reason ?? this.failure.code : this.waiting?.reason;
+    const reason = this.failure ? (this.waiting?.reason ?? this.failure.code) : this.waiting?.reason;
     return reason ? { state: 'created', reason } : { state: 'created' };
   }
 
@@ -301,7 +303,9 @@ export class ContainerTracker {
     const reason = this.eventReason ?? this.waiting?.reason;
     const text = this.eventMessage ?? this.waiting?.message;
     const code = (reason && failureCodeOf(reason, text ?? '')) || 'ContainerFailed';
-    const why = text ? `: ${reason ? `${reason}: ` : ''}${text}` : '; no kubelet event said why (its spam filter may have dropped it): check the image name and the pod\'s events';
+    const why = text
+      ? `: ${reason ? `${reason}: ` : ''}${text}`
+      : "; no kubelet event said why (its spam filter may have dropped it): check the image name and the pod's events";
     this.fail(
       code,
       `image ${JSON.stringify(this.image)} did not start: the kubelet stopped the pause container to start it, and under restartPolicy Never it does not try again (restart count still ${this.#startFailure.restartCount})${why}`,
@@ -329,7 +333,10 @@ export class ContainerTracker {
     this.#graceTimer = setTimeout(() => {
       this.#graceTimer = undefined;
       if (this.started || this.finished) return;
-      const current = this.waiting?.reason && WAITING_REASONS[this.waiting.reason] ? this.waiting : { reason: this.#graceReason ?? this.eventReason ?? 'ErrImagePull', message: '' };
+      const current =
+        this.waiting?.reason && WAITING_REASONS[this.waiting.reason]
+          ? this.waiting
+          : { reason: this.#graceReason ?? this.eventReason ?? 'ErrImagePull', message: '' };
       this.#failForReason(current.reason, current.message || this.eventMessage || '');
     }, this.options.pullGraceMs);
   }

@@ -106,7 +106,7 @@ describe('Informer', () => {
     expect(h.watches()[1]?.url.searchParams.get('resourceVersion')).toBe('3');
   });
 
-  it('keeps a watch open past client-node\'s 30 s when bookmarks come every minute: the default timeout is above 60 s', () => {
+  it("keeps a watch open past client-node's 30 s when bookmarks come every minute: the default timeout is above 60 s", () => {
     expect(resolveOptions().watchInactivityTimeoutMs).toBeGreaterThan(60_000);
     expect(resolveOptions().watchInactivityTimeoutMs).toBeLessThan(resolveOptions().watchSilenceMs);
   });
@@ -114,7 +114,12 @@ describe('Informer', () => {
   it('caches nothing with cache: false, and still hands every object over', async () => {
     const h = await harness(
       ({ url, res }) => {
-        if (url.searchParams.get('watch') !== 'true') return list(res, '10', Array.from({ length: 100 }, (_, i) => podObject(`p${i}`, '9')));
+        if (url.searchParams.get('watch') !== 'true')
+          return list(
+            res,
+            '10',
+            Array.from({ length: 100 }, (_, i) => podObject(`p${i}`, '9')),
+          );
         const send = openStream(res);
         for (let i = 0; i < 100; i++) send('ADDED', podObject(`w${i}`, String(11 + i)));
       },

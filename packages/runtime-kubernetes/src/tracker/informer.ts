@@ -401,7 +401,13 @@ export function trimPod<T extends KubernetesObject>(pod: T): T {
     metadata: pick(m, ['name', 'namespace', 'uid', 'resourceVersion', 'labels', 'creationTimestamp', 'deletionTimestamp']),
     status: {
       ...pick(s, ['phase', 'reason', 'message', 'conditions', 'startTime']),
-      ...(statuses ? { containerStatuses: statuses.map((c) => pick(c, ['name', 'state', 'lastState', 'image', 'imageID', 'containerID', 'restartCount', 'started', 'ready'])) } : {}),
+      ...(statuses
+        ? {
+            containerStatuses: statuses.map((c) =>
+              pick(c, ['name', 'state', 'lastState', 'image', 'imageID', 'containerID', 'restartCount', 'started', 'ready']),
+            ),
+          }
+        : {}),
     },
   } as unknown as T;
 }

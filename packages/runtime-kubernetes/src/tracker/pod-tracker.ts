@@ -172,11 +172,7 @@ export class PodTracker {
         path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
         labelSelector,
         ...(fieldSelector ? { fieldSelector } : {}),
-        list: (signal) =>
-          api.core.listNamespacedPod(
-            { namespace, labelSelector, ...(fieldSelector ? { fieldSelector } : {}) },
-            api.requestOptions(signal),
-          ),
+        list: (signal) => api.core.listNamespacedPod({ namespace, labelSelector, ...(fieldSelector ? { fieldSelector } : {}) }, api.requestOptions(signal)),
         trim: trimPod,
         silenceMs: this.options.silenceMs,
         ...(this.options.inactivityTimeoutMs === undefined ? {} : { inactivityTimeoutMs: this.options.inactivityTimeoutMs }),

@@ -60,7 +60,7 @@ const units: Record<string, number> = {
 };
 
 /** Parses a Kubernetes memory quantity (`64Mi`, `1G`, `1048576`) to bytes; undefined when unparsable. */
-export function memoryBytes(quantity: string | number | undefined): number | undefined {
+function memoryBytes(quantity: string | number | undefined): number | undefined {
   if (quantity === undefined) return undefined;
   if (typeof quantity === 'number') return quantity;
   const m = /^(\d+(?:\.\d+)?)([kMGT]i?|Ki)?$/.exec(quantity.trim());

@@ -100,7 +100,9 @@ export class EventRecorder {
 
     // eventObserve: a repeat bumps the count (even when the spam filter then drops it).
     const seen = this.#observed.get(key);
-    const observed: Observed = seen ? { ...seen, count: seen.count + 1 } : { name: `${pod.metadata.name ?? 'pod'}.${randomBytes(8).toString('hex')}`, count: 1, firstTimestamp: now };
+    const observed: Observed = seen
+      ? { ...seen, count: seen.count + 1 }
+      : { name: `${pod.metadata.name ?? 'pod'}.${randomBytes(8).toString('hex')}`, count: 1, firstTimestamp: now };
     remember(this.#observed, key, observed);
 
     // EventSourceObjectSpamFilter.Filter: one token per event written.

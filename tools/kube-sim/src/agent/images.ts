@@ -5,7 +5,9 @@ import type Docker from 'dockerode';
 
 const component = '[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*';
 const domain = '(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?';
-const reference = new RegExp(`^(?:${domain}/)?${component}(?:/${component})*(?::[\\w][\\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`);
+const reference = new RegExp(
+  `^(?:${domain}/)?${component}(?:/${component})*(?::[\\w][\\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`,
+);
 
 /** True when `image` is a valid Docker image reference (what the kubelet's parser accepts). */
 export function isValidReference(image: string): boolean {

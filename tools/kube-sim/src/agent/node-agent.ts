@@ -89,7 +89,10 @@ export class NodeAgent {
       if (p.metadata.uid !== pod.metadata.uid || p.spec.nodeName) return;
       p.spec.nodeName = nodeName;
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      p.status = { ...(p.status ?? { phase: 'Pending' }), conditions: [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now }] };
+      p.status = {
+        ...(p.status ?? { phase: 'Pending' }),
+        conditions: [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
+      };
     });
     if (bound) {
       this.#recorder.record(bound as Pod, {

@@ -73,10 +73,7 @@ interface RunView {
 }
 
 /** The outcome of one start attempt (image, create, start) of a container. */
-type StartAttempt =
-  | { kind: 'started'; container: Docker.Container }
-  | { kind: 'failed'; reason: string; message: string; backoff: boolean }
-  | { kind: 'stop' };
+type StartAttempt = { kind: 'started'; container: Docker.Container } | { kind: 'failed'; reason: string; message: string; backoff: boolean } | { kind: 'stop' };
 
 interface ContainerRun {
   name: string;
@@ -196,8 +193,10 @@ export class PodWorker {
     }
     if (run.dockerId) return run.dockerId;
     const reason = run.state.waiting?.reason ?? 'ContainerCreating';
-    if (reason === 'ErrImagePull' || reason === 'ImagePullBackOff') throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: trying and failing to pull image`);
-    if (reason === 'InvalidImageName' || reason === 'ErrImageNeverPull') throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: image can't be pulled`);
+    if (reason === 'ErrImagePull' || reason === 'ImagePullBackOff')
+      throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: trying and failing to pull image`);
+    if (reason === 'InvalidImageName' || reason === 'ErrImageNeverPull')
+      throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: image can't be pulled`);
     throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: ${reason}`);
   }
 
@@ -376,7 +375,11 @@ export class PodWorker {
       puller.markPulled(image);
       const took = (ms: number): string => `${(ms / 1000).toFixed(3)}s`;
       const now = Date.now();
-      event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${took(now - started)} (${took(now - asked)} including waiting). Image size: ${local.size} bytes.`);
+      event(
+        'Normal',
+        'Pulled',
+        `Successfully pulled image "${image}" in ${took(now - started)} (${took(now - asked)} including waiting). Image size: ${local.size} bytes.`,
+      );
       return { local };
     });
   }
@@ -428,7 +431,16 @@ export class PodWorker {
       const message = errorText(err);
       const now = nowSeconds();
       run.restarting = false;
-      run.state = { terminated: { exitCode: 128, reason: 'StartError', message, startedAt: '1970-01-01T00:00:00Z', finishedAt: now, containerID: `docker://${container.id}` } };
+      run.state = {
+        terminated: {
+          exitCode: 128,
+          reason: 'StartError',
+          message,
+          startedAt: '1970-01-01T00:00:00Z',
+          finishedAt: now,
+          containerID: `docker://${container.id}`,
+        },
+      };
       this.#containerEvent(run, 'Warning', 'Failed', `Error: ${message}`);
       this.#publish();
       return { kind: 'stop' };
@@ -655,7 +667,16 @@ export class PodWorker {
     return this.#pod.spec.containers.map((c) => {
       const run = this.#runs.get(c.name);
       if (!run) {
-        return { name: c.name, state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, ready: false, restartCount: 0, image: c.image ?? '', imageID: '', started: false };
+        return {
+          name: c.name,
+          state: { waiting: { reason: 'ContainerCreating' } },
+          lastState: {},
+          ready: false,
+          restartCount: 0,
+          image: c.image ?? '',
+          imageID: '',
+          started: false,
+        };
       }
       const view = run.view;
       let state = view.state;
@@ -740,10 +761,13 @@ export class PodWorker {
       return;
     }
     // One relist clock for the node: ticks at multiples of the period.
-    this.#relist ??= setTimeout(() => {
-      this.#relist = undefined;
-      this.#flush();
-    }, period - (Date.now() % period));
+    this.#relist ??= setTimeout(
+      () => {
+        this.#relist = undefined;
+        this.#flush();
+      },
+      period - (Date.now() % period),
+    );
   }
 
   /** A sync result (a waiting reason, the sandbox, the start time): written at once, with `run`'s state. */

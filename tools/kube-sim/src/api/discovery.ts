@@ -4,7 +4,7 @@
 import { pathNotFound } from '../status.ts';
 
 /** The version kube-sim claims to be. */
-export const serverVersion = {
+const serverVersion = {
   major: '1',
   minor: '32',
   gitVersion: 'v1.32.0-kube-sim',

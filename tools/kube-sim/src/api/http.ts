@@ -4,12 +4,21 @@ import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { ApiError, badRequest } from '../status.ts';
 
 /** Reads a request body (capped at 8 MiB) as a string. */
-export async function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > 8 * 1024 * 1024) throw new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'request entity too large', reason: 'RequestEntityTooLarge', code: 413 });
+    if (size > 8 * 1024 * 1024)
+      throw new ApiError({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'request entity too large',
+        reason: 'RequestEntityTooLarge',
+        code: 413,
+      });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -44,7 +53,15 @@ export function sendError(res: ServerResponse, err: unknown): void {
     return;
   }
   const message = err instanceof Error ? err.message : String(err);
-  sendJson(res, 500, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `Internal error occurred: ${message}`, reason: 'InternalError', code: 500 });
+  sendJson(res, 500, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `Internal error occurred: ${message}`,
+    reason: 'InternalError',
+    code: 500,
+  });
 }
 
 /** Parses a boolean query parameter as the API server does ("true"/"1"). */

@@ -9,7 +9,7 @@ const label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 /** RFC 1123 subdomain check, with the API server's wording. */
-export function subdomainError(value: string): string | undefined {
+function subdomainError(value: string): string | undefined {
   if (value.length <= 253 && subdomain.test(value)) return undefined;
   return `Invalid value: "${value}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`;
 }
@@ -31,14 +31,18 @@ export function validateMeta(obj: KubeObject, causes: StatusCause[], nameCheck: 
   }
   for (const [k, v] of Object.entries(meta.labels ?? {})) {
     if (typeof v !== 'string' || v.length > 63 || !labelValue.test(v)) {
-      causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`, field: `metadata.labels` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+        field: `metadata.labels`,
+      });
     }
     if (k === '') causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: "": name part must be non-empty', field: 'metadata.labels' });
   }
 }
 
 /** The pull policy the API server defaults: Always for `:latest` or untagged images, else IfNotPresent. */
-export function defaultPullPolicy(image: string): string {
+function defaultPullPolicy(image: string): string {
   if (image.includes('@')) return 'IfNotPresent';
   const lastSegment = image.slice(image.lastIndexOf('/') + 1);
   const colon = lastSegment.lastIndexOf(':');
@@ -85,9 +89,14 @@ function validateContainers(list: unknown, field: string, causes: StatusCause[],
       if (names.has(c.name)) causes.push({ reason: 'FieldValueDuplicate', message: `Duplicate value: "${c.name}"`, field: `${f}.name` });
       names.add(c.name);
     }
-    if (!c.image || typeof c.image !== 'string' || c.image.trim() === '') causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${f}.image` });
+    if (!c.image || typeof c.image !== 'string' || c.image.trim() === '')
+      causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${f}.image` });
     if (c.imagePullPolicy && !['Always', 'IfNotPresent', 'Never'].includes(c.imagePullPolicy)) {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${c.imagePullPolicy}": supported values: "Always", "IfNotPresent", "Never"`, field: `${f}.imagePullPolicy` });
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: "${c.imagePullPolicy}": supported values: "Always", "IfNotPresent", "Never"`,
+        field: `${f}.imagePullPolicy`,
+      });
     }
     (c.volumeMounts ?? []).forEach((m, j) => {
       if (!volumes.has(m.name)) causes.push({ reason: 'FieldValueNotFound', message: `Not found: "${m.name}"`, field: `${f}.volumeMounts[${j}].name` });
@@ -124,10 +133,18 @@ export function preparePodCreate(input: KubeObject, namespace: string): Pod {
   validateContainers(spec.containers, 'spec.containers', causes, volumes, true);
   validateContainers(spec.initContainers, 'spec.initContainers', causes, volumes, false);
   if (spec.restartPolicy !== undefined && !['Always', 'OnFailure', 'Never'].includes(spec.restartPolicy)) {
-    causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${spec.restartPolicy}": supported values: "Always", "OnFailure", "Never"`, field: 'spec.restartPolicy' });
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      message: `Unsupported value: "${spec.restartPolicy}": supported values: "Always", "OnFailure", "Never"`,
+      field: 'spec.restartPolicy',
+    });
   }
   if (spec.activeDeadlineSeconds !== undefined && !(Number.isInteger(spec.activeDeadlineSeconds) && spec.activeDeadlineSeconds > 0)) {
-    causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${String(spec.activeDeadlineSeconds)}: must be between 1 and 2147483647, inclusive`, field: 'spec.activeDeadlineSeconds' });
+    causes.push({
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${String(spec.activeDeadlineSeconds)}: must be between 1 and 2147483647, inclusive`,
+      field: 'spec.activeDeadlineSeconds',
+    });
   }
   (spec.hostAliases ?? []).forEach((h, i) => {
     if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(h.ip ?? '') && !/^[0-9a-fA-F:]+$/.test(h.ip ?? '')) {
@@ -177,7 +194,8 @@ export function preparePodUpdate(old: Pod, next: Pod): Pod {
   pod.status = clone(old.status ?? { phase: 'Pending' });
   const causes: StatusCause[] = [];
   validateMeta(pod, causes);
-  if (pod.metadata.name !== old.metadata.name) causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: field is immutable', field: 'metadata.name' });
+  if (pod.metadata.name !== old.metadata.name)
+    causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: field is immutable', field: 'metadata.name' });
   if (!pod.spec || typeof pod.spec !== 'object') causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: 'spec' });
   else {
     for (const c of pod.spec.containers ?? []) {
@@ -187,9 +205,17 @@ export function preparePodUpdate(old: Pod, next: Pod): Pod {
     const ads = pod.spec.activeDeadlineSeconds;
     const oldAds = old.spec.activeDeadlineSeconds;
     if (ads !== undefined && !(Number.isInteger(ads) && ads > 0)) {
-      causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${String(ads)}: must be between 1 and 2147483647, inclusive`, field: 'spec.activeDeadlineSeconds' });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: ${String(ads)}: must be between 1 and 2147483647, inclusive`,
+        field: 'spec.activeDeadlineSeconds',
+      });
     } else if (oldAds !== undefined && (ads === undefined || ads > oldAds)) {
-      causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${ads === undefined ? 'null' : ads}: must be less than or equal to previous value`, field: 'spec.activeDeadlineSeconds' });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: ${ads === undefined ? 'null' : ads}: must be less than or equal to previous value`,
+        field: 'spec.activeDeadlineSeconds',
+      });
     }
     if (causes.length === 0 && JSON.stringify(mutableSpecView(pod)) !== JSON.stringify(mutableSpecView(old))) {
       causes.push({

@@ -22,12 +22,22 @@ interface ResourceDef {
 const metaFields = ['metadata.name', 'metadata.namespace'] as const;
 
 /** Resource definitions: kind, list kind, scope, supported field selectors. */
-export const resourceDefs: Record<string, ResourceDef> = {
+const resourceDefs: Record<string, ResourceDef> = {
   pods: {
     kind: 'Pod',
     listKind: 'PodList',
     namespaced: true,
-    fields: [...metaFields, 'status.phase', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.podIP', 'status.nominatedNodeName'],
+    fields: [
+      ...metaFields,
+      'status.phase',
+      'spec.nodeName',
+      'spec.restartPolicy',
+      'spec.schedulerName',
+      'spec.serviceAccountName',
+      'spec.hostNetwork',
+      'status.podIP',
+      'status.nominatedNodeName',
+    ],
   },
   events: {
     kind: 'Event',
@@ -98,7 +108,16 @@ interface ContinueToken {
 
 /** 422 for ListOptions the API server rejects (apimachinery validation.ValidateListOptions). */
 function invalidListOptions(message: string): ApiError {
-  return new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `ListOptions.meta.k8s.io "" is invalid: ${message}`, reason: 'Invalid', details: { group: 'meta.k8s.io', kind: 'ListOptions' }, code: 422 });
+  return new ApiError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `ListOptions.meta.k8s.io "" is invalid: ${message}`,
+    reason: 'Invalid',
+    details: { group: 'meta.k8s.io', kind: 'ListOptions' },
+    code: 422,
+  });
 }
 
 /**
@@ -127,10 +146,13 @@ async function listItems(deps: ResourceDeps, route: ResourceRoute, filter: Objec
   const match = url.searchParams.get('resourceVersionMatch') ?? '';
   const rv = url.searchParams.get('resourceVersion') ?? '';
   if (match !== '') {
-    if (match !== 'Exact' && match !== 'NotOlderThan') throw invalidListOptions(`resourceVersionMatch: Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`);
+    if (match !== 'Exact' && match !== 'NotOlderThan')
+      throw invalidListOptions(`resourceVersionMatch: Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`);
     if (rv === '') throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided');
-    if (url.searchParams.get('continue')) throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
-    if (match === 'Exact' && rv === '0') throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+    if (url.searchParams.get('continue'))
+      throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
+    if (match === 'Exact' && rv === '0')
+      throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
   }
   const wanted = await notOlderThan(deps, url);
   if (match === 'Exact' && wanted !== undefined) {
@@ -166,7 +188,17 @@ async function list(deps: ResourceDeps, route: ResourceRoute, def: ResourceDef, 
   }
   const metadata = { resourceVersion: String(resourceVersion), ...(cont ? { continue: cont, remainingItemCount: remaining } : {}) };
   if (wantsTable(req.headers.accept)) {
-    sendJson(res, 200, toTable(route.resource, page.map((o) => withKind(def, o)), String(resourceVersion), includeObject(url), cont ? { continue: cont } : {}));
+    sendJson(
+      res,
+      200,
+      toTable(
+        route.resource,
+        page.map((o) => withKind(def, o)),
+        String(resourceVersion),
+        includeObject(url),
+        cont ? { continue: cont } : {},
+      ),
+    );
     return;
   }
   sendJson(res, 200, { kind: def.listKind, apiVersion: 'v1', metadata, items: page });
@@ -187,9 +219,14 @@ function prepareEventCreate(input: KubeObject, namespace: string): CoreEvent {
   ev.metadata.namespace = namespace;
   const causes: StatusCause[] = [];
   validateMeta(ev, causes);
-  if (!ev.involvedObject || typeof ev.involvedObject !== 'object') causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: 'involvedObject' });
+  if (!ev.involvedObject || typeof ev.involvedObject !== 'object')
+    causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: 'involvedObject' });
   else if (ev.involvedObject.namespace && ev.involvedObject.namespace !== namespace) {
-    causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: "${ev.involvedObject.namespace}": does not match event.namespace`, field: 'involvedObject.namespace' });
+    causes.push({
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: "${ev.involvedObject.namespace}": does not match event.namespace`,
+      field: 'involvedObject.namespace',
+    });
   }
   if (causes.length > 0) throw invalid('Event', ev.metadata.name ?? ev.metadata.generateName ?? '', causes);
   ev.apiVersion = 'v1';
@@ -230,7 +267,13 @@ async function deleteOptions(req: IncomingMessage, url: URL): Promise<DeleteOpti
   const policy = url.searchParams.get('propagationPolicy');
   if (policy) opts.propagationPolicy = policy;
   if (opts.propagationPolicy && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
-    throw invalid('DeleteOptions', '', [{ reason: 'FieldValueNotSupported', message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`, field: 'propagationPolicy' }]);
+    throw invalid('DeleteOptions', '', [
+      {
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`,
+        field: 'propagationPolicy',
+      },
+    ]);
   }
   return opts;
 }
@@ -240,7 +283,7 @@ async function deleteOptions(req: IncomingMessage, url: URL): Promise<DeleteOpti
  * the containers and then removes the object) unless the grace period is 0, the pod is not
  * bound to the node, or it already ended — then it goes at once.
  */
-export function deletePod(deps: ResourceDeps, namespace: string, name: string, opts: DeleteOptions): KubeObject {
+function deletePod(deps: ResourceDeps, namespace: string, name: string, opts: DeleteOptions): KubeObject {
   const pod = deps.store.mustGet('pods', namespace, name) as Pod;
   if (opts.preconditions?.uid && opts.preconditions.uid !== pod.metadata.uid) {
     throw new ApiError({
@@ -279,7 +322,8 @@ export async function handleResource(deps: ResourceDeps, route: ResourceRoute, u
   switch (route.verb) {
     case 'watch': {
       const accept = req.headers.accept;
-      if (url.searchParams.get('resourceVersionMatch')) throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch');
+      if (url.searchParams.get('resourceVersionMatch'))
+        throw invalidListOptions('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch');
       await serveWatch(deps, route.resource, filterFor(route, def, url), url, req, res, wantsTable(accept) ? includeObject(url) : null);
       return;
     }
@@ -341,7 +385,9 @@ export async function handleResource(deps: ResourceDeps, route: ResourceRoute, u
       const opts = await deleteOptions(req, url);
       const { items } = store.list(route.resource, filterFor(route, def, url));
       const deleted = items.map((o) =>
-        route.resource === 'pods' ? deletePod(deps, o.metadata.namespace ?? 'default', o.metadata.name ?? '', opts) : store.remove(route.resource, o.metadata.namespace, o.metadata.name ?? ''),
+        route.resource === 'pods'
+          ? deletePod(deps, o.metadata.namespace ?? 'default', o.metadata.name ?? '', opts)
+          : store.remove(route.resource, o.metadata.namespace, o.metadata.name ?? ''),
       );
       sendJson(res, 200, { kind: def.listKind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) }, items: deleted });
       return;

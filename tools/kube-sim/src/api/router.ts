@@ -21,7 +21,7 @@ export type Route =
 const discoveryPaths = new Set(['/version', '/api', '/apis', '/api/v1', '/openapi/v2', '/openapi/v3', '/livez', '/readyz', '/healthz']);
 
 /** The resources kube-sim serves under /api/v1. */
-export const servedResources = new Set(['pods', 'events', 'namespaces']);
+const servedResources = new Set(['pods', 'events', 'namespaces']);
 
 /** Routes a request; throws 404/405 ApiErrors for paths and methods kube-sim does not serve. */
 export function route(method: string, pathname: string, query: URLSearchParams): Route {
@@ -60,7 +60,14 @@ export function route(method: string, pathname: string, query: URLSearchParams):
   if (resource !== 'namespaces' && name !== undefined && namespace === undefined) throw pathNotFound();
   if (subresource !== undefined && !(resource === 'pods' && (subresource === 'log' || subresource === 'status'))) throw pathNotFound();
   const watchQuery = query.get('watch') === 'true' || query.get('watch') === '1';
-  const base = { kind: 'resource' as const, resource, watchPath, ...(subresource ? { subresource } : {}), ...(namespace !== undefined ? { namespace } : {}), ...(name !== undefined ? { name } : {}) };
+  const base = {
+    kind: 'resource' as const,
+    resource,
+    watchPath,
+    ...(subresource ? { subresource } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(name !== undefined ? { name } : {}),
+  };
   if (watchPath || watchQuery) {
     if (method !== 'GET' || subresource) throw methodNotAllowed('watch');
     return { ...base, verb: 'watch' };

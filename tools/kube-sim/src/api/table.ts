@@ -16,7 +16,7 @@ function col(name: string, priority = 0, type = 'string', format = ''): Column {
 }
 
 /** Go's `duration.HumanDuration`, shortened as kubectl shows ages (5s, 3m2s, 4h, 2d). */
-export function humanDuration(ms: number): string {
+function humanDuration(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 120) return `${s}s`;
   const m = Math.floor(s / 60);
@@ -37,7 +37,7 @@ function age(timestamp: string | null | undefined, now: number): string {
 }
 
 /** The STATUS column of `kubectl get pods`, computed as the API server's printer does. */
-export function podStatusReason(pod: Pod): string {
+function podStatusReason(pod: Pod): string {
   let reason = pod.status?.reason ?? pod.status?.phase ?? 'Pending';
   let running = false;
   for (const cs of [...(pod.status?.containerStatuses ?? [])].reverse()) {
@@ -51,22 +51,64 @@ export function podStatusReason(pod: Pod): string {
   return reason;
 }
 
-const podColumns = [col('Name', 0, 'string', 'name'), col('Ready'), col('Status'), col('Restarts', 0, 'string'), col('Age'), col('IP', 1), col('Node', 1), col('Nominated Node', 1), col('Readiness Gates', 1)];
+const podColumns = [
+  col('Name', 0, 'string', 'name'),
+  col('Ready'),
+  col('Status'),
+  col('Restarts', 0, 'string'),
+  col('Age'),
+  col('IP', 1),
+  col('Node', 1),
+  col('Nominated Node', 1),
+  col('Readiness Gates', 1),
+];
 
 function podCells(pod: Pod, now: number): unknown[] {
   const statuses = pod.status?.containerStatuses ?? [];
   const ready = statuses.filter((c) => c.ready).length;
   const restarts = statuses.reduce((n, c) => n + c.restartCount, 0);
-  return [pod.metadata.name, `${ready}/${pod.spec.containers.length}`, podStatusReason(pod), String(restarts), age(pod.metadata.creationTimestamp, now), pod.status?.podIP ?? '<none>', pod.spec.nodeName ?? '<none>', '<none>', '<none>'];
+  return [
+    pod.metadata.name,
+    `${ready}/${pod.spec.containers.length}`,
+    podStatusReason(pod),
+    String(restarts),
+    age(pod.metadata.creationTimestamp, now),
+    pod.status?.podIP ?? '<none>',
+    pod.spec.nodeName ?? '<none>',
+    '<none>',
+    '<none>',
+  ];
 }
 
-const eventColumns = [col('Last Seen'), col('Type'), col('Reason'), col('Object'), col('Subobject', 1), col('Source', 1), col('Message'), col('First Seen', 1), col('Count', 1, 'integer'), col('Name', 1)];
+const eventColumns = [
+  col('Last Seen'),
+  col('Type'),
+  col('Reason'),
+  col('Object'),
+  col('Subobject', 1),
+  col('Source', 1),
+  col('Message'),
+  col('First Seen', 1),
+  col('Count', 1, 'integer'),
+  col('Name', 1),
+];
 
 function eventCells(ev: CoreEvent, now: number): unknown[] {
   const last = ev.lastTimestamp ?? ev.eventTime ?? ev.metadata.creationTimestamp;
   const object = `${(ev.involvedObject.kind ?? '').toLowerCase()}/${ev.involvedObject.name ?? ''}`;
   const source = [ev.source?.component, ev.source?.host].filter(Boolean).join(', ');
-  return [age(last, now), ev.type ?? '', ev.reason ?? '', object, ev.involvedObject.fieldPath ?? '', source, ev.message ?? '', age(ev.firstTimestamp ?? last, now), ev.count ?? 1, ev.metadata.name];
+  return [
+    age(last, now),
+    ev.type ?? '',
+    ev.reason ?? '',
+    object,
+    ev.involvedObject.fieldPath ?? '',
+    source,
+    ev.message ?? '',
+    age(ev.firstTimestamp ?? last, now),
+    ev.count ?? 1,
+    ev.metadata.name,
+  ];
 }
 
 const namespaceColumns = [col('Name', 0, 'string', 'name'), col('Status'), col('Age')];
@@ -79,7 +121,13 @@ function namespaceCells(ns: KubeObject, now: number): unknown[] {
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
 /** Converts objects of one resource to a meta.k8s.io/v1 Table. */
-export function toTable(resource: string, objects: KubeObject[], resourceVersion: string, include: IncludeObject, extra: Record<string, unknown> = {}): unknown {
+export function toTable(
+  resource: string,
+  objects: KubeObject[],
+  resourceVersion: string,
+  include: IncludeObject,
+  extra: Record<string, unknown> = {},
+): unknown {
   const now = Date.now();
   const [columns, cells] =
     resource === 'pods'

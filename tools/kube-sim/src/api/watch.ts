@@ -14,7 +14,7 @@ import { queryBool, queryInt } from './http.ts';
 import { type IncludeObject, toTable } from './table.ts';
 
 /** Tuning of watches (library options). */
-export interface WatchSettings {
+interface WatchSettings {
   /** Period of BOOKMARK events for watches that allow them (the API server's is a minute); one more comes 2 s before the watch's deadline. */
   bookmarkIntervalMs: number;
   /** Server-side timeout when the client sends no timeoutSeconds; null: random 30–60 min as the API server does. */
@@ -65,7 +65,7 @@ function withKind(resource: string, obj: KubeObject): KubeObject {
 }
 
 /** Turns a store change into what a filtered watcher sees (or nothing). */
-export function filterEvent(filter: ObjectFilter, event: StoreEvent): WireEvent | undefined {
+function filterEvent(filter: ObjectFilter, event: StoreEvent): WireEvent | undefined {
   const now = matchFilter(filter, event.object);
   if (event.type === 'MODIFIED' && event.previous) {
     const before = matchFilter(filter, event.previous);

@@ -38,7 +38,6 @@ register(['printf'], async (_shell, args, io) => {
   return 0;
 });
 
-
 /** The inputs named by `files` (stdin for none or `-`), or a status after reporting a missing file. */
 async function openInputs(shell: Shell, command: string, files: string[], io: Stdio): Promise<Input[] | number> {
   if (files.length === 0) return [io.stdin];
@@ -64,7 +63,12 @@ async function openInputs(shell: Shell, command: string, files: string[], io: St
 }
 
 register(['cat'], async (shell, args, io) => {
-  const inputs = await openInputs(shell, 'cat', args.filter((a) => a === '-' || !a.startsWith('-')), io);
+  const inputs = await openInputs(
+    shell,
+    'cat',
+    args.filter((a) => a === '-' || !a.startsWith('-')),
+    io,
+  );
   if (typeof inputs === 'number') return inputs;
   for (const input of inputs) {
     for await (const chunk of input) if (!(await io.stdout.write(chunk))) return 141;
@@ -157,7 +161,12 @@ register(['grep'], async (shell, args, io) => {
 
 register(['base64'], async (shell, args, io) => {
   const decode = args.includes('-d');
-  const inputs = await openInputs(shell, 'base64', args.filter((a) => !a.startsWith('-')), io);
+  const inputs = await openInputs(
+    shell,
+    'base64',
+    args.filter((a) => !a.startsWith('-')),
+    io,
+  );
   if (typeof inputs === 'number') return inputs;
   const data = Buffer.concat(await Promise.all(inputs.map(readAll)));
   if (decode) {
