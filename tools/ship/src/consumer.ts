@@ -75,14 +75,34 @@ runtimeConformance('mini', (config) => runtime.create(background(), config));
   await writeFile(path.join(dir, 'vitest.config.js'), `export default { test: { include: ['*.test.js'], testTimeout: 60000, hookTimeout: 60000 } };\n`);
 }
 
-/** `npm install` in the consumer project (the registry serves vitest and third-party deps). */
-export async function npmInstall(dir: string): Promise<string> {
-  const { stdout, stderr } = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: dir,
-    maxBuffer: 64 * 1024 * 1024,
-    env: { ...process.env, npm_config_update_notifier: 'false' },
-  });
-  return stdout + stderr;
+/**
+ * `npm install` in the consumer project (the registry serves vitest and third-party deps). npm
+ * has been seen to stall for good on this machine's registry connection, so each attempt is
+ * bounded (4 min) and killed, and the install is tried up to three times before it fails with
+ * what npm printed.
+ */
+export async function npmInstall(dir: string, attempts = 3, attemptTimeoutMs = 240_000): Promise<string> {
+  const problems: string[] = [];
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    try {
+      const { stdout, stderr } = await run(
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--prefer-offline', '--fetch-timeout=60000', '--fetch-retries=2', '--loglevel=error'],
+        {
+          cwd: dir,
+          maxBuffer: 64 * 1024 * 1024,
+          timeout: attemptTimeoutMs,
+          killSignal: 'SIGKILL',
+          env: { ...process.env, npm_config_update_notifier: 'false' },
+        },
+      );
+      return stdout + stderr;
+    } catch (error) {
+      const e = error as { killed?: boolean; stderr?: string; message: string };
+      problems.push(`attempt ${attempt}: ${e.killed ? `no answer within ${attemptTimeoutMs / 1000} s, killed` : (e.stderr || e.message).trim().slice(-2000)}`);
+    }
+  }
+  throw new Error(`npm install of the consumer project failed ${attempts} times:\n${problems.join('\n')}`);
 }
 
 /** Vitest's JSON report of the consumer's conformance run. */

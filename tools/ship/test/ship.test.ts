@@ -78,7 +78,7 @@ describe('a consumer project outside the workspace', () => {
     if (!vitestRange) throw new Error('the root package.json names no vitest version');
     await writeConsumer(consumer, packed, vitestRange);
     await npmInstall(consumer);
-  }, 600_000);
+  }, 900_000);
 
   it('imports every package from plain Node ESM', async () => {
     const script = `for (const name of ${JSON.stringify(packages.map((p) => p.name))}) {
