@@ -165,6 +165,7 @@ export class Executor {
   readonly #reporter: Reporter;
   readonly #options: ExecutorOptions;
   readonly #timeoutMs: number;
+  readonly #streamGraceMs: number;
   readonly #host: string;
   readonly #log: ExecutorLogger;
   readonly #streams: LogStreams<ContainerRun>;
@@ -195,6 +196,7 @@ export class Executor {
     this.runtime = options.runtime;
     this.#reporter = options.reporter ?? nullReporter;
     this.#timeoutMs = options.timeoutMs ?? 30 * 60_000;
+    this.#streamGraceMs = options.logStreamingGraceMs ?? 60_000;
     this.#host = options.host ?? hostname();
     this.#log = maskedLogger(options.logger ?? {}, (text) => this.#mask(text));
 
@@ -214,6 +216,7 @@ export class Executor {
       reportCtx: () => this.#reportCtx,
       logger: this.#log,
       logs: options.logs ?? {},
+      streamGraceMs: this.#streamGraceMs,
       secretsFor: (run) => this.#secretsFor(run),
     });
   }
@@ -226,7 +229,7 @@ export class Executor {
    * Cancelling the build (cancelBuild, or `parent`) ends exec at once and streams after the grace.
    */
   contexts(parent: Context): BuildContexts {
-    const { contexts, state } = makeBuildContexts(parent, { timeoutMs: this.#timeoutMs, logStreamingGraceMs: this.#options.logStreamingGraceMs ?? 60_000 });
+    const { contexts, state } = makeBuildContexts(parent, { timeoutMs: this.#timeoutMs, logStreamingGraceMs: this.#streamGraceMs });
     this.#contexts = state;
     this.#streams.useStreamCtx(contexts.stream);
     this.#reportCtx = withoutCancel(contexts.build);

@@ -69,6 +69,8 @@ describe.each(Object.keys(paths) as Array<keyof typeof paths>)('a log stream tha
     expect((cut ?? 0) - stepFinal).toBeGreaterThanOrEqual(path === 'cancel' || path === 'timeout' ? 0 : GRACE_MS - 5);
     expect(reporter.closed).toContain('one');
     expect(reporter.log('one')).toMatch(/done|failing|waiting/);
+    // The cut is said at the end of the log, not silent: the reader knows the log is incomplete.
+    expect(reporter.log('one')).toMatch(/\n> the log stream was cut .*0\.2 s.*\n$/);
     expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
   });
 });

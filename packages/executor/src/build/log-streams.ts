@@ -117,6 +117,8 @@ export interface LogStreamsOptions<R extends StreamedRun> {
   readonly reportCtx: () => Context;
   readonly logger: { debug?(message: string): void; warn?(message: string): void };
   readonly logs: LogOptions;
+  /** The log-streaming grace: how long streams may outlive the build's containers (for the cut note). */
+  readonly streamGraceMs: number;
   /** Every value masked in this container's log. */
   readonly secretsFor: (run: R) => string[];
 }
@@ -178,6 +180,7 @@ export class LogStreams<R extends StreamedRun> {
   /** Streams the container's log until it ended and every byte was delivered, or `ctx` ends. Never rejects. */
   async stream(ctx: Context, run: R): Promise<void> {
     const log = this.#options.logger;
+    let note: string | undefined;
     try {
       const writer = this.writer(run, () => ctx);
       for (const note of run.notes.splice(0)) await writer.write(`> ${note}\n`);
@@ -186,16 +189,17 @@ export class LogStreams<R extends StreamedRun> {
       await pumpLog(ctx, readable, writer);
       log.debug?.(`streamed ${run.kind} ${run.container.name}: ${writer.bytesIn} bytes`);
     } catch (error) {
-      if (!ctx.signal.aborted) log.warn?.(`streaming ${run.kind} ${run.container.name}: ${messageOf(error)}`);
+      if (ctx.signal.aborted) note = cutNote(this.#options.streamGraceMs);
+      else log.warn?.(`streaming ${run.kind} ${run.container.name}: ${messageOf(error)}`);
     } finally {
-      await this.finish(run);
+      await this.finish(run, note);
     }
   }
 
-  /** Closes the container's log with what arrived and marks its stream done. */
-  async finish(run: R): Promise<void> {
+  /** Closes the container's log with what arrived (and `note` as its last line) and marks its stream done. */
+  async finish(run: R, note?: string): Promise<void> {
     try {
-      await this.writer(run, this.#options.reportCtx).close();
+      await this.writer(run, this.#options.reportCtx).close(note);
     } finally {
       run.streamDone.resolve();
     }
@@ -243,4 +247,14 @@ export class LogStreams<R extends StreamedRun> {
     if (!run.streaming) return;
     await settleWithin(ctx, run.streamDone.promise);
   }
+}
+
+/**
+ * The last line of a log whose stream the log-streaming grace cut: the stream was still open that
+ * long after the build's containers were done (a process the step left running holds the engine's
+ * stream open, or the engine stalled). Vela stops such a stream silently.
+ */
+export function cutNote(graceMs: number): string {
+  const grace = graceMs >= 1000 ? `${Math.round(graceMs / 100) / 10} s` : `${graceMs / 1000} s`;
+  return `> the log stream was cut ${grace} after the build's containers were done (the log-streaming timeout, --executor-log-streaming-timeout); anything written after this point is not in this log`;
 }

@@ -105,6 +105,18 @@ describe('LogWriter and pumpLog', () => {
     expect(closed).toBe(1);
   });
 
+  it.each([
+    ['a partial last line', 'half a li', 'half a li\n> cut\n'],
+    ['a whole last line', 'a line\n', 'a line\n> cut\n'],
+    ['nothing written', '', '> cut\n'],
+  ])('closes with a note as the last line of its own, after %s', async (_, text, expected) => {
+    const appended: Buffer[] = [];
+    const writer = new LogWriter({ append: (b) => (appended.push(b), Promise.resolve()), close: () => Promise.resolve() }, { secrets: ['a li'] });
+    await writer.write(text);
+    await writer.close('> cut');
+    expect(Buffer.concat(appended).toString()).toBe(expected.replace('a li', '***'));
+  });
+
   it('reads no further than the slow reporter allows (bounded memory)', async () => {
     let produced = 0;
     const chunk = Buffer.alloc(16 * 1024, 0x61);

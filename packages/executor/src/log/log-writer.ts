@@ -36,6 +36,8 @@ export class LogWriter {
   readonly #batcher: LogBatcher;
   readonly #destination: LogDestination;
   #closing: Promise<void> | undefined;
+  /** The last byte delivered ended a line (or nothing was delivered). */
+  #atLineStart = true;
 
   constructor(destination: LogDestination, options: LogWriterOptions = {}) {
     this.#destination = destination;
@@ -67,23 +69,33 @@ export class LogWriter {
     const masked = this.#masker.write(bytes);
     if (masked.length === 0) return;
     const capped = this.#cap.write(masked);
-    if (capped.length > 0) await this.#batcher.write(capped);
+    if (capped.length > 0) await this.#deliver(capped);
   }
 
-  /** Flushes what is held back (masker, tail), delivers it, then closes the log at the destination. */
-  close(): Promise<void> {
+  /**
+   * Flushes what is held back (masker, tail), delivers it, then closes the log at the destination.
+   * `note` (the writer's own words, e.g. why the log ends early) is added as the last line, on a
+   * line of its own, outside the size cap.
+   */
+  close(note?: string): Promise<void> {
     this.#closing ??= (async () => {
       const rest = this.#masker.end();
       if (rest.length > 0) {
         const capped = this.#cap.write(rest);
-        if (capped.length > 0) await this.#batcher.write(capped);
+        if (capped.length > 0) await this.#deliver(capped);
       }
       const tail = this.#cap.end();
-      if (tail.length > 0) await this.#batcher.write(tail);
+      if (tail.length > 0) await this.#deliver(tail);
+      if (note !== undefined) await this.#deliver(Buffer.from(`${this.#atLineStart ? '' : '\n'}${note}\n`, 'utf8'));
       await this.#batcher.close();
       await this.#destination.close();
     })();
     return this.#closing;
+  }
+
+  async #deliver(bytes: Buffer): Promise<void> {
+    this.#atLineStart = bytes[bytes.length - 1] === 0x0a;
+    await this.#batcher.write(bytes);
   }
 }
 
