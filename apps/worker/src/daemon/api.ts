@@ -6,6 +6,7 @@ import { arch, platform } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { probeRuntime } from '../runtimes.ts';
 import type { SlotEntry, WorkerApiHost } from './types.ts';
+import { errText } from './util.ts';
 
 /** The worker API's TLS settings (server.cert, server.cert-key, server.tls-min-version). */
 export interface ApiTls {
@@ -95,7 +96,7 @@ export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {})
           valid = await daemon.validateServerToken(header.slice(7).trim());
         } catch (e) {
           daemon.log.error({ route: req.url, err: e }, 'could not validate a token with the server');
-          return json(reply, 500, { error: `error validating token: ${e instanceof Error ? e.message : String(e)}` });
+          return json(reply, 500, { error: `error validating token: ${errText(e)}` });
         }
         if (!valid) {
           daemon.log.warn({ route: req.url }, 'worker API call with a token the server does not validate');

@@ -22,6 +22,7 @@ import { SlotRunner } from './slot-runner.ts';
 import { Drain } from './drain.ts';
 import { DaemonMetrics } from './metrics.ts';
 import { RunningBuildsFile } from './state.ts';
+import { errText } from './util.ts';
 
 export { STALE_BUILD_MESSAGE } from './slot-runner.ts';
 
@@ -53,8 +54,6 @@ export interface DaemonOptions {
   /** Wait after a failed pop or claim before the next one (default 5 s). */
   errorBackoffMs?: number;
 }
-
-const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /**
  * The daemon. `Daemon.start` listens, connects the runtime, registers, reaps and starts the build

@@ -7,8 +7,7 @@ import { type Context, errOf, withTimeout } from '@berth/context';
 import { isVelaStatus } from '../vela/client.ts';
 import type { Registrar } from './registrar.ts';
 import type { DaemonCore } from './types.ts';
-
-const nowSec = (): number => Math.floor(Date.now() / 1000);
+import { nowSec } from './util.ts';
 
 /** Reaping at start, and failing builds. */
 export class Reaper {

@@ -9,9 +9,7 @@ import type { VelaClient } from '../vela/client.ts';
 import type { VelaBuild, VelaWorker, VelaWorkerStatus } from '../vela/models.ts';
 import { VelaQueue } from '../vela/queue.ts';
 import type { DaemonCore } from './types.ts';
-
-const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-const nowSec = (): number => Math.floor(Date.now() / 1000);
+import { errText, nowSec } from './util.ts';
 
 /** Registration, check-ins and the worker record. */
 export class Registrar {

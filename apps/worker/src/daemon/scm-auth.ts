@@ -20,6 +20,7 @@ import type { Context } from '@berth/context';
 import type { Reporter } from '@berth/executor';
 import { allContainers, type Build, type Container } from '@berth/pipeline';
 import type { VelaClient } from '../vela/client.ts';
+import { errText, nowSec } from './util.ts';
 
 /** Go refreshes the install token when fewer than this many seconds remain (`build.go` UpdateSCMAuth). */
 const SCM_REFRESH_WINDOW_SEC = 45 * 60;
@@ -83,7 +84,7 @@ export class ScmAuth {
 
   async #prepare(ctx: Context): Promise<void> {
     const { client, org, repo, number } = this.#o;
-    const now = (this.#o.nowSec ?? (() => Math.floor(Date.now() / 1000)))();
+    const now = (this.#o.nowSec ?? nowSec)();
     if (this.#expiration !== 0 && this.#token !== '' && now >= this.#expiration - SCM_REFRESH_WINDOW_SEC) {
       this.#o.logger?.info({ expiration: this.#expiration }, 'refreshing the SCM install token');
       try {
@@ -91,7 +92,7 @@ export class ScmAuth {
         this.#token = t.token;
         this.#expiration = t.expiration;
       } catch (e) {
-        const error = new Error(`unable to update SCM auth: unable to refresh SCM token: ${messageOf(e)}`);
+        const error = new Error(`unable to update SCM auth: unable to refresh SCM token: ${errText(e)}`);
         for (const c of this.#containers()) this.#scoped.set(c.id, error);
       }
     }
@@ -102,7 +103,7 @@ export class ScmAuth {
         try {
           this.#scoped.set(c.id, await client.postInstallToken(ctx, org, repo, number, { repositories: repos, permissions: c.git?.token.permissions ?? {} }));
         } catch (e) {
-          this.#scoped.set(c.id, new Error(`unable to update SCM auth: unable to post install token: ${messageOf(e)}`));
+          this.#scoped.set(c.id, new Error(`unable to update SCM auth: unable to post install token: ${errText(e)}`));
         }
       }
       if (c.id_request !== '' && !this.#services.has(c.id)) {
@@ -110,7 +111,7 @@ export class ScmAuth {
           const commands = c.commands.length > 0 || c.entrypoint.length > 0;
           this.#idRequest.set(c.id, await client.idRequestToken(ctx, org, repo, number, { image: c.image, request: c.id_request, commands }));
         } catch (e) {
-          this.#idRequest.set(c.id, new Error(`unable to get an ID request token for ${c.name}: ${messageOf(e)}`));
+          this.#idRequest.set(c.id, new Error(`unable to get an ID request token for ${c.name}: ${errText(e)}`));
         }
       }
     }
@@ -159,8 +160,4 @@ export class ScmAuth {
       closeLog: () => Promise.resolve(),
     };
   }
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

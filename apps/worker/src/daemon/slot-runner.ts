@@ -16,11 +16,10 @@ import type { Registrar } from './registrar.ts';
 import { ScmAuth } from './scm-auth.ts';
 import { velaSecretLoader } from './secrets.ts';
 import type { DaemonCore, SlotEntry } from './types.ts';
+import { errText } from './util.ts';
 
 /** The message Vela stores on a build queued by a server with another item version. */
 export const STALE_BUILD_MESSAGE = 'Unable to process stale build (queued before Vela upgrade/downgrade).';
-
-const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** The build slots: each pops, claims and runs one build at a time. */
 export class SlotRunner {
