@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { compilePipeline, marshalBuild } from '@berth/pipeline';
-import type { VelaSim } from '@berth/vela-sim';
+import { VelaSim } from '@berth/vela-sim';
 import { daemonLogger, parseStartConfig } from '../src/commands/start.ts';
 import { Daemon, type DaemonOptions } from '../src/daemon/daemon.ts';
 import type { Io } from '../src/io.ts';
@@ -102,6 +102,20 @@ export async function startWorker(
       await daemon.shutdown('test over');
     },
   };
+}
+
+/** Starts a vela-sim and a worker against it (`startWorker`), and waits until the worker registered. */
+export async function startRegistered(options: Parameters<typeof startWorker>[1]): Promise<{ sim: VelaSim; worker: WorkerHandle }> {
+  const sim = await VelaSim.start();
+  const worker = await startWorker(sim, options);
+  await waitFor('the worker to register', () => worker.daemon.registered);
+  return { sim, worker };
+}
+
+/** Stops the worker (drains), then closes the sim; either may be missing when start-up failed. */
+export async function stopRegistered(t: { sim?: VelaSim | undefined; worker?: WorkerHandle | undefined }): Promise<void> {
+  await t.worker?.stop();
+  await t.sim?.close();
 }
 
 /** Polls `check` until it returns a truthy value, or throws after `timeoutMs`. */

@@ -3,25 +3,20 @@
 // route, bad executor ids, bad registrations). Each gives a clear log line or HTTP error, and the
 // worker keeps serving and running builds.
 import { generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
-import { VelaSim } from '@berth/vela-sim';
+import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_BUILD_MESSAGE } from '../src/daemon/daemon.ts';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
 const route = uniqueRoute('bad');
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route, env: { VELA_LOG_LEVEL: 'info' } });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route, env: { VELA_LOG_LEVEL: 'info' } }));
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 const good = (repo: string, n = 1) =>
   executable(

@@ -3,28 +3,23 @@
 // CancelBuild answers `canceled` whatever happened; Berth tells the truth (the server stores
 // `canceled` either way: S api/build/cancel.go).
 import { randomUUID } from 'node:crypto';
-import { VelaSim } from '@berth/vela-sim';
+import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, labelled, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
 const route = uniqueRoute('cancel');
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route }));
   // The start-up reap PUTs the worker with its (empty) running builds; after it the slots pop.
   await waitFor('the reap to end', () =>
     sim.callsTo('PUT', `/api/v1/workers/${worker.hostname}`).some((c) => c.status === 200 && c.summary.includes('"running_builds":[]')),
   );
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 const api = (path: string, init: RequestInit = {}): Promise<Response> =>
   fetch(`${worker.daemon.url}${path}`, { ...init, headers: { authorization: `Bearer ${sim.serverToWorkerToken()}` } });

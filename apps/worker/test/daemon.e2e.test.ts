@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, labelled, uniqueRoute, waitFor, startRegistered, startWorker, stopRegistered } from './daemon-harness.ts';
 
 const SECRET = `s3cr3t-${randomUUID().slice(0, 8)}`;
 
@@ -11,15 +11,10 @@ let worker: WorkerHandle;
 const route = uniqueRoute('e2e');
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route }));
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 async function enqueue(yaml: (repo: string) => string, extra: { repoFields?: Record<string, unknown> } = {}) {
   const repo = `r-${randomUUID().slice(0, 8)}`;

@@ -2,24 +2,19 @@
 // with the build token, since the build PUT needs one (server router/build.go PUT with
 // perm.MustBuildAccess, router/middleware/perm/perm.go); vela-sim refuses the server secret there.
 import { randomUUID } from 'node:crypto';
-import { VelaSim } from '@berth/vela-sim';
+import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
 const route = uniqueRoute('failb');
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route }));
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 describe('failing a build', { timeout: 60_000 }, () => {
   it('an executable that cannot be fetched errors the build, PUT with the build token', async () => {

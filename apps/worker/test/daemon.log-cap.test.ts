@@ -2,9 +2,9 @@
 // rolling tail); the Vela reporter uploads what it delivers without cutting again. go-vela/worker
 // executor/linux/step.go StreamStep stops uploading at executor.max_log_size; Berth keeps the end.
 import { randomUUID } from 'node:crypto';
-import { VelaSim } from '@berth/vela-sim';
+import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 const CAP = 4096;
 let sim: VelaSim;
@@ -12,15 +12,10 @@ let worker: WorkerHandle;
 const route = uniqueRoute('cap');
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route, env: { VELA_EXECUTOR_MAX_LOG_SIZE: String(CAP) } });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route, env: { VELA_EXECUTOR_MAX_LOG_SIZE: String(CAP) } }));
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 describe('VELA_EXECUTOR_MAX_LOG_SIZE (Docker)', { timeout: 90_000 }, () => {
   it('a log over the cap keeps its head, the markers and its last lines, within the cap plus the markers', async () => {

@@ -2,9 +2,9 @@
 // image of the privileged allowlist errors (go-vela/worker executor/linux/step.go ExecStep
 // ~197–205, service.go); a trusted repo runs it; with the setting off, anyone does.
 import { randomUUID } from 'node:crypto';
-import { VelaSim } from '@berth/vela-sim';
+import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
@@ -12,15 +12,10 @@ const route = uniqueRoute('trust');
 const privileged = IMAGE.split(':')[0]!;
 
 beforeAll(async () => {
-  sim = await VelaSim.start();
-  worker = await startWorker(sim, { route, env: { VELA_RUNTIME_PRIVILEGED_IMAGES: privileged } });
-  await waitFor('the worker to register', () => worker.daemon.registered);
+  ({ sim, worker } = await startRegistered({ route, env: { VELA_RUNTIME_PRIVILEGED_IMAGES: privileged } }));
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await sim?.close();
-});
+afterAll(() => stopRegistered({ sim, worker }));
 
 async function run(trusted: boolean) {
   const repo = `r-${randomUUID().slice(0, 8)}`;

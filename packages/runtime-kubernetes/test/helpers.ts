@@ -1,3 +1,5 @@
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startKubeSim, type KubeSim, type KubeSimOptions } from '@berth/kube-sim';
 import { background, withTimeout } from '@berth/context';
 import { type Build, type Container } from '@berth/pipeline';
@@ -35,6 +37,59 @@ export async function simRuntime(sim: KubeSim, config: Partial<RuntimeConfig> = 
   } finally {
     cancel();
   }
+}
+
+/** What {@link useSim} gives a test file. */
+export interface SimFixture {
+  /** The file's kube-sim (started in beforeAll). */
+  readonly sim: () => KubeSim;
+  /** A runtime against the sim; reaped and closed after each test. */
+  readonly runtimeFor: (config?: Partial<RuntimeConfig>, options?: KubernetesRuntimeOptions) => Promise<KubernetesRuntime>;
+  /** A CoreV1Api client of the sim, as an outside observer (not the runtime's own client). */
+  readonly core: () => CoreV1Api;
+}
+
+/**
+ * One kube-sim for the test file: started before all tests; after each test its faults are cleared
+ * and the runtimes made with `runtimeFor` are reaped and closed; closed after all tests.
+ */
+export function useSim(options: KubeSimOptions = {}): SimFixture {
+  let sim: KubeSim | undefined;
+  let core: CoreV1Api | undefined;
+  const runtimes: KubernetesRuntime[] = [];
+  beforeAll(async () => {
+    sim = await startSim(options);
+  });
+  afterEach(async () => {
+    sim?.faults.clear();
+    for (const runtime of runtimes.splice(0)) {
+      await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
+      await runtime.close();
+    }
+  });
+  afterAll(async () => {
+    await sim?.close();
+  });
+  const current = (): KubeSim => {
+    if (sim === undefined) throw new Error('kube-sim is not started yet: use the fixture inside a test');
+    return sim;
+  };
+  return {
+    sim: current,
+    async runtimeFor(config = {}, runtimeOptions = {}) {
+      const runtime = await simRuntime(current(), config, runtimeOptions);
+      runtimes.push(runtime);
+      return runtime;
+    },
+    core() {
+      if (core === undefined) {
+        const kc = new KubeConfig();
+        kc.loadFromString(current().kubeconfig);
+        core = kc.makeApiClient(CoreV1Api);
+      }
+      return core;
+    },
+  };
 }
 
 /** A build of `steps` busybox steps, each running `script(i)`. */

@@ -1,42 +1,18 @@
 // The runtime against kube-sim under faults: dropped watches, 410s, 500s, pull failures, a stalled
 // node, cancellation, and what a build leaves behind.
-import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { background, withCancel, withTimeout } from '@berth/context';
-import type { KubeSim } from '@berth/kube-sim';
 import { parseImageReference, type Container } from '@berth/pipeline';
 import { isRuntimeError, type RuntimeErrorCode, type RuntimeEvent } from '@berth/runtime';
 import { conformanceBuild, conformanceStep, runToCompletion, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
-import { KubeConfig } from '@kubernetes/client-node';
-import { podNameOf, type KubernetesRuntime } from '../src/index.ts';
-import { BUSYBOX, buildOf, simRuntime, startSim } from './helpers.ts';
+import { podNameOf } from '../src/index.ts';
+import { BUSYBOX, buildOf, useSim } from './helpers.ts';
 
-let sim: KubeSim;
-const runtimes: KubernetesRuntime[] = [];
-beforeAll(async () => {
-  sim = await startSim();
-});
-afterEach(async () => {
-  sim.faults.clear();
-  for (const runtime of runtimes.splice(0)) {
-    await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
-    await runtime.close();
-  }
-});
-afterAll(async () => {
-  await sim?.close();
-});
-
-async function runtimeFor(...args: Parameters<typeof simRuntime> extends [unknown, ...infer R] ? R : never): Promise<KubernetesRuntime> {
-  const runtime = await simRuntime(sim, ...args);
-  runtimes.push(runtime);
-  return runtime;
-}
+const fx = useSim();
+const { runtimeFor } = fx;
 
 function readPod(name: string): Promise<unknown> {
-  const kc = new KubeConfig();
-  kc.loadFromString(sim.kubeconfig);
-  return kc.makeApiClient(CoreV1Api).readNamespacedPod({ namespace: 'default', name });
+  return fx.core().readNamespacedPod({ namespace: 'default', name });
 }
 
 describe('under API faults', () => {
@@ -44,7 +20,7 @@ describe('under API faults', () => {
     // Every step is a container start in kube-sim's Docker (3-4 s each on a 2-core machine): the
     // pending timeout is raised so a slow start is not mistaken for a stuck pod.
     const runtime = await runtimeFor({}, { pendingTimeoutMs: 300_000 });
-    sim.faults.set({ closeWatchesEverySeconds: 2 });
+    fx.sim().faults.set({ closeWatchesEverySeconds: 2 });
     const exitOf = (b: number, i: number): number => (b * 5 + i) % 4;
     const runBuild = async (b: number): Promise<{ exits: number[]; logs: string[] }> => {
       const { build, steps } = buildOf(5, (i) => [`echo build-${b}-step-${i}`, `exit ${exitOf(b, i)}`]);
@@ -67,9 +43,9 @@ describe('under API faults', () => {
     // Faults while the batches run: a 410 on a watch (relist), then 500s on lists and watches (restarts).
     const chaos = (async () => {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
-      sim.faults.set({ failRequests: { count: 1, code: 410, verbs: ['watch'] }, closeWatchesNow: true });
+      fx.sim().faults.set({ failRequests: { count: 1, code: 410, verbs: ['watch'] }, closeWatchesNow: true });
       await new Promise((resolve) => setTimeout(resolve, 5_000));
-      sim.faults.set({ failRequests: { count: 4, code: 500, verbs: ['list', 'watch'] }, closeWatchesNow: true });
+      fx.sim().faults.set({ failRequests: { count: 4, code: 500, verbs: ['list', 'watch'] }, closeWatchesNow: true });
     })();
     const results: { exits: number[]; logs: string[] }[] = [];
     const started = performance.now();
@@ -82,7 +58,7 @@ describe('under API faults', () => {
       expect(result.exits, `build ${b}`).toEqual([0, 1, 2, 3, 4].map((i) => exitOf(b, i)));
       expect(result.logs, `build ${b}`).toEqual([0, 1, 2, 3, 4].map((i) => `build-${b}-step-${i}\n`));
     });
-    const counters = sim.counters.snapshot();
+    const counters = fx.sim().counters.snapshot();
     expect(counters.faultsInjected['410'], 'the 410 was injected').toBeGreaterThanOrEqual(1);
     expect(counters.faultsInjected['500'], 'the 500s were injected').toBeGreaterThanOrEqual(1);
     expect(runtime.podTracker.stats().restarts, 'the informers restarted after the 500s').toBeGreaterThanOrEqual(1);
@@ -97,7 +73,7 @@ describe('pull failures', () => {
       { image: 'berth/pull-fault:1' },
       'ImagePullFailed',
       /ErrImagePull|ImagePullBackOff/,
-      (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'ErrImagePull', message: 'registry timeout (injected)' } } }),
+      (image) => fx.sim().faults.set({ imagePullFailures: { [image]: { reason: 'ErrImagePull', message: 'registry timeout (injected)' } } }),
     ],
     ['a missing image (not found)', { image: 'berth/does-not-exist:1' }, 'ImageNotFound', /not found/, () => undefined],
     ['ErrImageNeverPull', { image: 'berth/does-not-exist:2', pull: 'never' }, 'ImageNotFound', /ErrImageNeverPull/, () => undefined],
@@ -106,7 +82,7 @@ describe('pull failures', () => {
       { image: 'berth/config-fault:1' },
       'InvalidConfig',
       /CreateContainerConfigError/,
-      (image) => sim.faults.set({ imagePullFailures: { [image]: { reason: 'CreateContainerConfigError', message: 'secret "token" not found' } } }),
+      (image) => fx.sim().faults.set({ imagePullFailures: { [image]: { reason: 'CreateContainerConfigError', message: 'secret "token" not found' } } }),
     ],
   ];
   it.each(cases)('%s fails the step after the grace with %s and the kubelet message', async (_name, fields, code, message, inject) => {
@@ -139,7 +115,7 @@ describe('pull failures', () => {
     const build = conformanceBuild();
     const step = conformanceStep(build, 'bad', 1, { image: 'berth/invalid-fault:1', script: ['true'] });
     build.steps = [step];
-    sim.faults.set({
+    fx.sim().faults.set({
       imagePullFailures: { 'docker.io/berth/invalid-fault:1': { reason: 'InvalidImageName', message: "couldn't parse image reference (injected)" } },
     });
     const ctx = background();
@@ -174,7 +150,7 @@ describe('pull failures', () => {
 describe('pod lifecycle', () => {
   it('fails the build when its pod stays Pending past the timeout (stalled node)', async () => {
     const runtime = await runtimeFor({}, { pendingTimeoutMs: 1_500 });
-    sim.faults.set({ stallNodeAgent: true });
+    fx.sim().faults.set({ stallNodeAgent: true });
     const { build, steps } = buildOf(1, () => ['echo hi']);
     const ctx = background();
     await setupBuildResources(ctx, runtime, build);
@@ -186,7 +162,7 @@ describe('pod lifecycle', () => {
     expect(error?.message).toContain('stayed Pending');
     expect(performance.now() - started).toBeLessThan(10_000);
     await expect(runtime.runContainer(ctx, steps[0]!, build)).rejects.toMatchObject({ code: 'ContainerFailed' });
-    sim.faults.set({ stallNodeAgent: false });
+    fx.sim().faults.set({ stallNodeAgent: false });
     await teardownBuild(ctx, runtime, build);
   });
 

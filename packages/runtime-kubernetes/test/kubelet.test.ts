@@ -1,42 +1,19 @@
 // The runtime against kube-sim where a real kubelet is inconvenient (issue 14): a service stopped by
 // swapping the pause image back in, a removal whose destroy ctx ran out, pull failures under
 // restartPolicy Never. Each case cites the kubelet source it depends on.
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { background, withCancel, withTimeout } from '@berth/context';
-import type { KubeSim } from '@berth/kube-sim';
 import { isRuntimeError, type RuntimeErrorCode } from '@berth/runtime';
 import { conformanceStep, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
-import { containerNameOf, podNameOf, type KubernetesRuntime } from '../src/index.ts';
-import { buildOf, PAUSE, simRuntime, startSim } from './helpers.ts';
+import { containerNameOf, podNameOf } from '../src/index.ts';
+import { buildOf, PAUSE, useSim } from './helpers.ts';
 
-let sim: KubeSim;
-const runtimes: KubernetesRuntime[] = [];
-beforeAll(async () => {
-  sim = await startSim();
-});
-afterEach(async () => {
-  sim.faults.clear();
-  for (const runtime of runtimes.splice(0)) {
-    await runtime.reap(background(), runtime.config.workerId).catch(() => undefined);
-    await runtime.close();
-  }
-});
-afterAll(async () => {
-  await sim?.close();
-});
-
-async function runtimeFor(...args: Parameters<typeof simRuntime> extends [unknown, ...infer R] ? R : never): Promise<KubernetesRuntime> {
-  const runtime = await simRuntime(sim, ...args);
-  runtimes.push(runtime);
-  return runtime;
-}
+const fx = useSim();
+const { runtimeFor } = fx;
 
 function podNames(): Promise<string[]> {
-  const kc = new KubeConfig();
-  kc.loadFromString(sim.kubeconfig);
-  return kc
-    .makeApiClient(CoreV1Api)
+  return fx
+    .core()
     .listNamespacedPod({ namespace: 'default' })
     .then((list) => list.items.map((pod) => pod.metadata?.name ?? ''));
 }
@@ -112,7 +89,7 @@ describe('a pull failure in step 2 of 3 under restartPolicy Never', () => {
   it.each(cases)(
     "%s fails step 2 before the pull grace, with the kubelet's message; step 3 is never started",
     async (_name, image, code, message, fault) => {
-      if (fault !== undefined) sim.faults.set({ imagePullFailures: { [fault]: { reason: 'ErrImagePull', message: 'registry unreachable (injected)' } } });
+      if (fault !== undefined) fx.sim().faults.set({ imagePullFailures: { [fault]: { reason: 'ErrImagePull', message: 'registry unreachable (injected)' } } });
       const runtime = await runtimeFor({}, { pullGraceMs });
       const { build, steps } = buildOf(3, (i) => [`echo step-${i + 1}`]);
       steps[1] = conformanceStep(build, 's1', 2, { image, script: ['echo never'] });
