@@ -1,15 +1,14 @@
 // Every examples/*.yml with `berth exec --runtime kubernetes` against kube-sim (the Kubernetes API
 // test double whose pods run in Docker), compared with the same example on Docker (issue 14): the
 // build succeeds, leaves no pod, and takes no more than a few seconds longer than on Docker.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeSimPodNames, type ProcessRun, spawnBerth } from './run-cli.ts';
 
-const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const EXAMPLES = path.join(import.meta.dirname, '../../../examples');
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
@@ -33,41 +32,14 @@ afterAll(async () => {
   await kube?.close();
 });
 
-/** The pods kube-sim holds now, asked over its HTTPS API with its own CA and token. */
 function podNames(): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const request = https.get(
-      `${kube.url}/api/v1/namespaces/default/pods`,
-      { ca: kube.caCert, headers: { authorization: `Bearer ${kube.token}` } },
-      (response) => {
-        let body = '';
-        response.on('data', (b: Buffer) => (body += b.toString()));
-        response.on('end', () => resolve((JSON.parse(body) as { items: { metadata: { name: string } }[] }).items.map((p) => p.metadata.name)));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-  });
+  return kubeSimPodNames(kube);
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
+type Run = ProcessRun;
 
 function berth(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BERTH, 'exec', ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-  });
+  return spawnBerth(['exec', ...args], cwd, env);
 }
 
 /**

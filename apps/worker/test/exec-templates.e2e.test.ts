@@ -1,23 +1,14 @@
 // End to end: templates and eval rulesets in `berth exec` on the real Docker engine.
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type ProcessRun, spawnBerth } from './run-cli.ts';
 
-const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
-function berth(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BERTH, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function berth(args: string[], cwd: string): Promise<ProcessRun> {
+  return spawnBerth(args, cwd);
 }
 
 describe('berth exec with templates and eval rulesets', { timeout: 120_000 }, () => {

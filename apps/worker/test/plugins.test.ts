@@ -1,15 +1,13 @@
 // Plugin loading (`--runtime <name|package|path>`, `--runtime-option`, `berth runtimes`), with
 // fixture plugins outside Berth's packages (test/fixtures/plugins), and `berth exec --runtime host` end to end.
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRuntime } from '../src/plugins/load.ts';
-import { runCli } from './run-cli.ts';
+import { type ProcessRun, runCli, spawnBerth } from './run-cli.ts';
 
 const FIXTURES = path.join(import.meta.dirname, 'fixtures/plugins');
-const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const HELLO = path.join(import.meta.dirname, '../../../examples/hello.yml');
 
 describe('loadRuntime', () => {
@@ -79,16 +77,8 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
 });
 
 /** Runs the real `berth` process in `cwd`. */
-function berth(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BERTH, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function berth(args: string[], cwd: string): Promise<ProcessRun> {
+  return spawnBerth(args, cwd);
 }
 
 describe('berth exec end to end, without containers', () => {
