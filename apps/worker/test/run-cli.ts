@@ -27,7 +27,7 @@ export async function runCli(args: string[], options: { cwd?: string; env?: Node
 }
 
 /** The `berth` executable, run as its own process by the end-to-end tests. */
-export const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
+const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 
 /** What one `berth` process printed and how it exited; `ms` is its wall time. */
 export interface ProcessRun {

@@ -254,7 +254,7 @@ export class LogStreams<R extends StreamedRun> {
  * long after the build's containers were done (a process the step left running holds the engine's
  * stream open, or the engine stalled). Vela stops such a stream silently.
  */
-export function cutNote(graceMs: number): string {
+function cutNote(graceMs: number): string {
   const grace = graceMs >= 1000 ? `${Math.round(graceMs / 100) / 10} s` : `${graceMs / 1000} s`;
   return `> the log stream was cut ${grace} after the build's containers were done (the log-streaming timeout, --executor-log-streaming-timeout); anything written after this point is not in this log`;
 }
