@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '@berth/context';
-import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
-import { dockerRuntime } from '@berth/runtime-docker';
-import { kubernetesRuntime } from '@berth/runtime-kubernetes';
+import { isRuntimeError, type Runtime } from '@berth/runtime';
 
-/** The runtimes the worker knows. Only the worker app knows which plugins exist. */
-export type RuntimeChoice = 'docker' | 'kubernetes';
-
-/** Settings of the runtime plugins, as `berth exec` and `berth start` read them. */
+/** Settings of the built-in runtime plugins the daemon reads itself (see `plugins/builtin.ts` for each runtime's options). */
 export interface RuntimeSettings {
   /** Kubernetes: a kubeconfig path (VELA_RUNTIME_CONFIG, KUBECONFIG); default: in-cluster or ~/.kube/config. */
   kubeconfig?: string | undefined;
@@ -27,33 +22,6 @@ export interface RuntimeSettings {
   memoryBytes?: number | undefined;
   /** Docker: processes per container (`--container-pids`). */
   pidsLimit?: number | undefined;
-}
-
-const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-
-/** The descriptor of the chosen runtime plugin. */
-export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = {}): RuntimeDescriptor {
-  switch (choice) {
-    case 'docker':
-      return dockerRuntime(
-        defined({
-          dropCapabilities: options.dropCapabilities && options.dropCapabilities.length > 0 ? options.dropCapabilities : undefined,
-          cpus: options.cpus,
-          memoryBytes: options.memoryBytes,
-          pidsLimit: options.pidsLimit,
-        }),
-      );
-    case 'kubernetes':
-      return kubernetesRuntime(
-        defined({
-          kubeconfig: options.kubeconfig,
-          namespace: options.namespace,
-          podsTemplateName: options.podsTemplateName,
-          podsTemplateFile: options.podsTemplateFile,
-          pauseImage: options.pauseImage,
-        }),
-      );
-  }
 }
 
 /**

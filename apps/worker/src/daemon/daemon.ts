@@ -9,7 +9,8 @@ import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/run
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { instrumentRuntime, selectRuntime, type RuntimeSettings } from '../runtimes.ts';
+import { loadRuntime } from '../plugins/load.ts';
+import { instrumentRuntime, type RuntimeSettings } from '../runtimes.ts';
 import { WorkerCredentials } from '../vela/auth.ts';
 import { type RetryOptions, VelaClient } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
@@ -244,16 +245,24 @@ export class Daemon implements WorkerApiHost {
   }
 
   async #createRuntime(): Promise<void> {
+    // The same loader as `berth exec --runtime` and `start --runtime-plugin`: the built-in plugin's
+    // module is imported only now, so a Docker worker never loads the Kubernetes client.
+    const { runtime: r } = this.config;
     const descriptor =
       this.#o.runtime ??
-      selectRuntime(this.config.runtime.driver, {
-        kubeconfig: this.config.runtime.config,
-        namespace: this.config.runtime.namespace,
-        podsTemplateName: this.config.runtime.podsTemplateName,
-        podsTemplateFile: this.config.runtime.podsTemplateFile,
-        dropCapabilities: this.config.runtime.dropCapabilities,
-        ...this.#o.runtimeSettings,
-      });
+      (
+        await loadRuntime(r.driver, {
+          cwd: process.cwd(),
+          builtinSettings: {
+            kubeconfig: r.config,
+            namespace: r.namespace,
+            podsTemplateName: r.podsTemplateName,
+            podsTemplateFile: r.podsTemplateFile,
+            dropCapabilities: r.dropCapabilities.length > 0 ? r.dropCapabilities : undefined,
+            ...this.#o.runtimeSettings,
+          },
+        })
+      ).descriptor;
     for (let attempt = 1; ; attempt++) {
       const [ctx, cancel] = withTimeout(this.#root, 30_000);
       try {
