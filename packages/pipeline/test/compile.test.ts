@@ -110,6 +110,20 @@ describe('compilePipeline', () => {
     expect(result.errors[2]?.hint).toBe('did you mean "image"?');
   });
 
+  // Outputs: `${KEY}` is filled at run time (go-vela/worker executor/linux/build.go ExecBuild); Vela's
+  // compiler only requires an image (go-vela/server compiler/native/validate.go Validate).
+  it('accepts an image with ${KEY} left for run time and still checks the rest of it', () => {
+    const pipeline = (image: string) => `version: "1"\nsteps:\n  - name: a\n    image: ${JSON.stringify(image)}\n    commands: [ls]\n`;
+    const ok = compilePipeline(pipeline('my-org/${image}:latest'), { file: 'p.yml', strict: true });
+    expect(ok.ok && ok.build.steps[1]?.image).toBe('my-org/${image}:latest');
+    expect(compilePipeline(pipeline('berth/busybox:${TAG}'), { file: 'p.yml', strict: true }).ok).toBe(true);
+    for (const bad of ['org/Team-${image}:latest', 'my-org/${image}::latest', 'UPPER::bad']) {
+      const result = compilePipeline(pipeline(bad), { file: 'p.yml', strict: true });
+      if (result.ok) throw new Error(`expected ${bad} to fail`);
+      expect(result.errors[0]?.message).toContain(`invalid image "${bad}"`);
+    }
+  });
+
   it('keeps the compiled script inputs raw (the worker scripts them)', () => {
     const result = compilePipeline(simple, { file: 'p.yml' });
     expect(result.ok && result.build.steps[1]?.commands).toEqual(['ls']);

@@ -24,9 +24,21 @@ export type ConformanceFactory = (config: RuntimeConfig) => Runtime | Promise<Ru
  * - `linuxProc`: processes see Linux's `/proc/self/status` (the privileged group reads its CapEff).
  * - `confinement`: a container's processes get no elevated privileges unless the runtime grants
  *   them (`privileged`); a runtime whose steps run with the worker's own privileges lacks it.
+ * - `outputs`: the optional outputs capability (`setupOutputs` and `readOutput`: Vela's outputs);
+ *   a runtime that does not offer it must declare so, or its case fails saying to.
  */
 export type ConformanceCapability =
-  'privileged' | 'user' | 'serviceNetworking' | 'parallelBuilds' | 'largeLogs' | 'reap' | 'images' | 'fixedWorkspacePath' | 'linuxProc' | 'confinement';
+  | 'privileged'
+  | 'user'
+  | 'serviceNetworking'
+  | 'parallelBuilds'
+  | 'largeLogs'
+  | 'reap'
+  | 'images'
+  | 'fixedWorkspacePath'
+  | 'linuxProc'
+  | 'confinement'
+  | 'outputs';
 
 /** Every {@link ConformanceCapability}, for validation and documentation. */
 export const CONFORMANCE_CAPABILITIES: readonly ConformanceCapability[] = [
@@ -40,6 +52,7 @@ export const CONFORMANCE_CAPABILITIES: readonly ConformanceCapability[] = [
   'fixedWorkspacePath',
   'linuxProc',
   'confinement',
+  'outputs',
 ];
 
 /** Time bounds of the suite, in milliseconds. */

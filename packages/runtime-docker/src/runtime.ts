@@ -8,6 +8,8 @@ import {
   isRuntimeError,
   LABELS,
   labelValue,
+  MAX_OUTPUT_FILE_BYTES,
+  OUTPUTS_PATH,
   type ReapReport,
   resourceLabels,
   type Runtime,
@@ -30,6 +32,7 @@ import {
   toRuntimeError,
   type Where,
 } from './errors.ts';
+import { readArchivedFile } from './archive.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import { pullImage } from './pull.ts';
 import { type AllowedVolume, type BindMount, resolveBindMounts } from './volumes.ts';
@@ -120,6 +123,8 @@ export class DockerRuntime implements Runtime {
   /** Builds whose network / volume this runtime created: containers join or mount only those. */
   readonly #networks = new Set<string>();
   readonly #volumes = new Set<string>();
+  /** Builds with an outputs volume (setupOutputs): their containers mount it at `/vela/outputs`. */
+  readonly #outputs = new Set<string>();
   /**
    * Create requests still in the engine, per build id. A removal waits for them: the engine
    * finishes a create whose caller gave up, and a removal that ran first would leave it behind.
@@ -180,8 +185,10 @@ export class DockerRuntime implements Runtime {
     }
     await this.#removeNetworkNamed(ctx, where, engineName(build.id));
     await this.#removeVolumeNamed(ctx, where, engineName(build.id));
+    await this.#removeVolumeNamed(ctx, where, outputsVolumeName(build.id));
     this.#networks.delete(build.id);
     this.#volumes.delete(build.id);
+    this.#outputs.delete(build.id);
   }
 
   // ---- container ---------------------------------------------------------------------------
@@ -517,6 +524,63 @@ export class DockerRuntime implements Runtime {
     await this.#creationsSettled(ctx, build.id);
     await this.#removeVolumeNamed(ctx, { operation: 'removeVolume', subject: build.id }, engineName(build.id));
     this.#volumes.delete(build.id);
+    if (this.#outputs.has(build.id)) {
+      await this.#removeVolumeNamed(ctx, { operation: 'removeVolume', subject: build.id }, outputsVolumeName(build.id));
+      this.#outputs.delete(build.id);
+    }
+  }
+
+  // ---- outputs -----------------------------------------------------------------------------
+
+  /**
+   * A volume of its own for the build's outputs, mounted at `/vela/outputs` in every container set
+   * up afterwards. Vela mounts its build volume at `/vela` and has an outputs sidecar `mkdir
+   * /vela/outputs` (go-vela/worker executor/linux/outputs.go create); a volume of its own needs no
+   * sidecar and works whatever the workspace is (`berth exec` mounts the current directory instead).
+   */
+  async setupOutputs(ctx: Context, build: Build): Promise<void> {
+    const where = { operation: 'setupOutputs', subject: build.id };
+    await this.#call(
+      ctx,
+      where,
+      this.#creation(build.id, () =>
+        this.#docker.createVolume({ Name: outputsVolumeName(build.id), Driver: 'local', Labels: resourceLabels(this.#config.workerId, build.id) }),
+      ),
+    );
+    this.#outputs.add(build.id);
+  }
+
+  /**
+   * `GET /containers/{id}/archive?path=/vela/outputs/<name>` on a container of the build, running
+   * or exited, as go-vela/worker runtime/docker/container.go PollOutputsContainer does on its
+   * sidecar (CopyFromContainer; a missing file is no error; above MaxOutputsSize it fails).
+   */
+  async readOutput(ctx: Context, build: Build, container: Container, name: string): Promise<Uint8Array | undefined> {
+    const where = { operation: 'readOutput', subject: container.id };
+    if (!this.#outputs.has(build.id)) throw runtimeError('NotFound', 'the build has no outputs volume (setupOutputs was not called)', where);
+    if (name.includes('/') || name === '' || name === '.' || name === '..') {
+      throw runtimeError('InvalidConfig', `${JSON.stringify(name)} is not a file name in ${OUTPUTS_PATH}`, where);
+    }
+    const file = `${OUTPUTS_PATH}/${name}`;
+    const found = await this.#call(
+      ctx,
+      where,
+      async (signal) => {
+        const stream = await this.#archive(this.#nameOf(container), file, signal);
+        return readArchivedFile(stream, MAX_OUTPUT_FILE_BYTES);
+      },
+      undefined,
+      (error) => (statusOf(error) === 404 && !/no such container/i.test(engineMessage(error)) ? null : undefined),
+    );
+    if (found === undefined || found.kind === 'not-a-file') return undefined;
+    if (found.kind === 'too-large') {
+      throw runtimeError(
+        'InvalidConfig',
+        `${file} has ${found.size} bytes, more than the ${MAX_OUTPUT_FILE_BYTES} an outputs file may have (write large data to the workspace instead)`,
+        where,
+      );
+    }
+    return new Uint8Array(found.data);
   }
 
   // ---- worker ------------------------------------------------------------------------------
@@ -714,6 +778,23 @@ export class DockerRuntime implements Runtime {
     );
   }
 
+  /** `GET /containers/{name}/archive?path=…` as a stream (a tar archive), with the signal. */
+  #archive(name: string, file: string, signal: AbortSignal): Promise<Readable> {
+    return new Promise((resolve, reject) => {
+      (this.#docker.modem as Dialer).dial(
+        {
+          path: `/containers/${encodeURIComponent(name)}/archive?`,
+          method: 'GET',
+          options: { path: file },
+          abortSignal: signal,
+          isStream: true,
+          statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container or path', 500: 'server error' },
+        },
+        (error, data) => (error ? reject(error) : resolve(data as Readable)),
+      );
+    });
+  }
+
   /** `GET /images/{name}/json` with the signal (dockerode's `Image.inspect` drops `abortSignal`). */
   #imageInspect(reference: string, signal: AbortSignal): Promise<{ Id: string; Size: number; Created?: string }> {
     return new Promise((resolve, reject) => {
@@ -795,10 +876,13 @@ export class DockerRuntime implements Runtime {
       : this.#volumes.has(build.id)
         ? [{ Type: 'volume', Source: engineName(build.id), Target: this.#workspacePath }]
         : [];
+    const outputs: Record<string, unknown>[] = this.#outputs.has(build.id)
+      ? [{ Type: 'volume', Source: outputsVolumeName(build.id), Target: OUTPUTS_PATH }]
+      : [];
     const hostConfig: Record<string, unknown> = {
       LogConfig: { Type: 'json-file', Config: {} },
       Privileged: privileged,
-      Mounts: [...workspace, ...(mounts satisfies BindMount[])],
+      Mounts: [...workspace, ...outputs, ...(mounts satisfies BindMount[])],
       Ulimits: container.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard || u.soft })),
       ...(this.#limits.dropCapabilities?.length ? { CapDrop: this.#limits.dropCapabilities } : {}),
       ...(this.#limits.memoryBytes ? { Memory: this.#limits.memoryBytes } : {}),
@@ -853,6 +937,11 @@ export class DockerRuntime implements Runtime {
     record.created = true;
     record.body = undefined;
   }
+}
+
+/** The engine's name of a build's outputs volume. */
+function outputsVolumeName(buildId: string): string {
+  return `${engineName(buildId)}_outputs`;
 }
 
 /** The timestamp of the last frame of a multiplexed, timestamped log answer, if any. */

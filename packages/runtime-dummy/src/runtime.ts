@@ -4,6 +4,8 @@ import {
   isPrivilegedImage,
   isRuntimeError,
   labelValue,
+  MAX_OUTPUT_FILE_BYTES,
+  OUTPUTS_PATH,
   RuntimeError,
   type ContainerExit,
   type ContainerStatus,
@@ -12,6 +14,7 @@ import {
   type RuntimeConfig,
   type RuntimeErrorCode,
 } from '@berth/runtime';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { DummyContainer, DummyEngine } from './engine.ts';
 import { tailLog } from './log.ts';
@@ -225,19 +228,26 @@ export class DummyRuntime implements Runtime {
     let pid = 0;
     const engine = this.#engine;
     const workspace = engine.volumes.get(record.buildId)?.fs;
-    const fs = new ContainerFs(record.fs, workspace, this.#workspacePath, (file) => {
-      if (file === '/proc/self/status' || file === '/proc/1/status') {
-        const caps = privileged ? CAPS_PRIVILEGED : CAPS_DEFAULT;
-        return Buffer.from(
-          `Name:\tsh\nState:\tR (running)\nPid:\t${pid}\nUid:\t${identity.uid}\t${identity.uid}\t${identity.uid}\t${identity.uid}\n` +
-            `Gid:\t${identity.gid}\t${identity.gid}\t${identity.gid}\t${identity.gid}\n` +
-            `CapInh:\t0000000000000000\nCapPrm:\t${identity.uid === 0 ? caps : '0000000000000000'}\nCapEff:\t${identity.uid === 0 ? caps : '0000000000000000'}\n` +
-            `CapBnd:\t${caps}\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\n`,
-        );
-      }
-      if (file === '/etc/hostname') return Buffer.from(`${record.name}\n`);
-      return undefined;
-    });
+    const outputs = engine.volumes.get(outputsVolume(record.buildId))?.fs;
+    const fs = new ContainerFs(
+      record.fs,
+      workspace,
+      this.#workspacePath,
+      (file) => {
+        if (file === '/proc/self/status' || file === '/proc/1/status') {
+          const caps = privileged ? CAPS_PRIVILEGED : CAPS_DEFAULT;
+          return Buffer.from(
+            `Name:\tsh\nState:\tR (running)\nPid:\t${pid}\nUid:\t${identity.uid}\t${identity.uid}\t${identity.uid}\t${identity.uid}\n` +
+              `Gid:\t${identity.gid}\t${identity.gid}\t${identity.gid}\t${identity.gid}\n` +
+              `CapInh:\t0000000000000000\nCapPrm:\t${identity.uid === 0 ? caps : '0000000000000000'}\nCapEff:\t${identity.uid === 0 ? caps : '0000000000000000'}\n` +
+              `CapBnd:\t${caps}\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\n`,
+          );
+        }
+        if (file === '/etc/hostname') return Buffer.from(`${record.name}\n`);
+        return undefined;
+      },
+      outputs === undefined ? undefined : { path: OUTPUTS_PATH, fs: outputs },
+    );
     const cwd = spec.directory || '/';
     fs.mkdir(cwd);
     const host: ShellHost = {
@@ -413,6 +423,37 @@ export class DummyRuntime implements Runtime {
   async removeVolume(ctx: Context, build: Build): Promise<void> {
     await this.#enter(ctx, 'removeVolume', build.id);
     this.#engine.volumes.delete(build.id);
+    this.#engine.volumes.delete(outputsVolume(build.id));
+  }
+
+  // ---- outputs ------------------------------------------------------------------------------
+
+  /** The outputs directory: an in-memory volume of its own, mounted at `/vela/outputs` in the build's containers. */
+  async setupOutputs(ctx: Context, build: Build): Promise<void> {
+    await this.#enter(ctx, 'setupOutputs', build.id);
+    const name = outputsVolume(build.id);
+    if (!this.#engine.volumes.has(name)) {
+      const fs = new MemoryFs();
+      fs.mkdir(OUTPUTS_PATH);
+      this.#engine.volumes.set(name, { name, workerId: this.#config.workerId, buildId: build.id, fs });
+    }
+  }
+
+  async readOutput(ctx: Context, build: Build, container: Container, name: string): Promise<Uint8Array | undefined> {
+    await this.#enter(ctx, 'readOutput', container.id);
+    this.#find(container, 'readOutput');
+    const volume = this.#engine.volumes.get(outputsVolume(build.id));
+    if (!volume) throw this.#error('NotFound', 'the build has no outputs directory (setupOutputs was not called)', 'readOutput', container.id);
+    const data = volume.fs.read(path.posix.join(OUTPUTS_PATH, name));
+    if (data !== undefined && data.length > MAX_OUTPUT_FILE_BYTES) {
+      throw this.#error(
+        'InvalidConfig',
+        `${OUTPUTS_PATH}/${name} has ${data.length} bytes, more than the ${MAX_OUTPUT_FILE_BYTES} outputs may have`,
+        'readOutput',
+        container.id,
+      );
+    }
+    return data === undefined ? undefined : new Uint8Array(data);
   }
 
   // ---- worker -------------------------------------------------------------------------------
@@ -450,4 +491,9 @@ export class DummyRuntime implements Runtime {
     const record = this.#engine.containers.get(container.id);
     return record !== undefined && this.#owned(record);
   }
+}
+
+/** The engine's name of a build's outputs volume. */
+function outputsVolume(buildId: string): string {
+  return `${buildId}#outputs`;
 }

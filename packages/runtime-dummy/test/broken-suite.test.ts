@@ -93,6 +93,7 @@ describe('the conformance suite fails a broken runtime', () => {
         'a detached service is reachable by its name from a step of the same build',
         'the steps of one build share its workspace',
         "two builds running at the same time do not see each other's workspace",
+        'outputs: files steps write to /vela/outputs are shared by the build and read through its containers',
       ]),
     );
     expect(passed.length + failed.length + skipped.length).toBe(allCases.length);

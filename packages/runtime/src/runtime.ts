@@ -196,6 +196,28 @@ export interface Runtime {
   /** Removes the build's workspace volume. Idempotent. On ctx done: reject promptly. */
   removeVolume(ctx: Context, build: Build): Promise<void>;
 
+  // ---- outputs (optional capability) -------------------------------------------------------
+
+  /**
+   * Optional, with {@link readOutput}: the `outputs` capability (Vela's outputs, go-vela/worker
+   * `executor/linux/outputs.go`). Makes {@link OUTPUTS_PATH} a directory shared by every container
+   * of the build set up after this call, writable by steps. The executor calls it in planBuild,
+   * after createVolume and before any setupContainer; {@link removeBuild} and {@link reap} must
+   * remove whatever it created. On ctx done: reject promptly.
+   *
+   * A runtime without it runs builds without outputs; the executor refuses at build start a build
+   * whose images need them (`${KEY}`), naming the steps.
+   */
+  setupOutputs?(ctx: Context, build: Build): Promise<void>;
+  /**
+   * Optional, with {@link setupOutputs}: the content of `OUTPUTS_PATH/<name>` as the build's
+   * containers see it now, read through `container` — a container of the build that was run and
+   * not removed (running or exited). Resolves `undefined` when the file does not exist. Rejects
+   * `InvalidConfig` when the file is larger than {@link MAX_OUTPUT_FILE_BYTES} (Vela's
+   * `MaxOutputsSize`), without reading it all. On ctx done: reject promptly.
+   */
+  readOutput?(ctx: Context, build: Build, container: Container, name: string): Promise<Uint8Array | undefined>;
+
   // ---- worker ------------------------------------------------------------------------------
 
   /**
@@ -206,4 +228,18 @@ export interface Runtime {
   reap(ctx: Context, owner: string, keep?: ReadonlySet<string>): Promise<ReapReport>;
   /** Releases the runtime's own resources (watches, sockets, agents). Idempotent. Builds must be removed first. */
   close(): Promise<void>;
+}
+
+/** Where steps write outputs, in every container of a build with outputs (Vela's fixed `/vela/outputs`). */
+export const OUTPUTS_PATH = '/vela/outputs';
+
+/** The largest output file {@link Runtime.readOutput} returns: 10 MiB, Vela's `MaxOutputsSize` (runtime/docker/docker.go). */
+export const MAX_OUTPUT_FILE_BYTES = 10 * 1024 * 1024;
+
+/** A runtime that offers the optional `outputs` capability ({@link Runtime.setupOutputs} and {@link Runtime.readOutput}). */
+export type RuntimeWithOutputs = Runtime & Required<Pick<Runtime, 'setupOutputs' | 'readOutput'>>;
+
+/** True when `runtime` offers the optional `outputs` capability (both of its methods). */
+export function supportsOutputs(runtime: Runtime): runtime is RuntimeWithOutputs {
+  return typeof runtime.setupOutputs === 'function' && typeof runtime.readOutput === 'function';
 }

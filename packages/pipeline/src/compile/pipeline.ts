@@ -342,7 +342,11 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   for (const p of [...services, ...steps, ...stages.flatMap((s) => s.steps), ...secrets.flatMap((s) => (s.origin === null ? [] : [s.origin]))]) {
     const image = p.container.image;
     if (image === '' || image === INIT_IMAGE) continue;
-    const parsed = parseImageReference(image);
+    // `${KEY}` left by compile-time substitution is filled at run time (a step's outputs, go-vela/worker
+    // executor/linux/build.go ExecBuild: Substitute after outputs.Process); Vela's compiler checks only
+    // that an image is given (go-vela/server compiler/native/validate.go). The rest of the reference
+    // must still be valid: each `${…}` is checked as a plain name component.
+    const parsed = parseImageReference(image.includes('${') ? imageTemplateProbe(image) : image);
     if (!parsed.ok)
       ctx.error(
         p.origin.imageNode ?? p.origin.nameNode ?? p.origin.node,
@@ -419,4 +423,9 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   checkContainerIds(ctx, { services: keptServices, steps: keptSteps, keptStages }, duplicates, root);
   if (ctx.errors.length > 0) return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
   return { ok: true, build, warnings: ctx.warnings };
+}
+
+/** `image` with each `${…}` (not `$${`, an escaped `$`) replaced by a valid name component, to check the rest of a run-time template. */
+function imageTemplateProbe(image: string): string {
+  return image.replace(/\$\$|\$\{[^}]*\}/g, (m) => (m === '$$' ? '$$' : 'x'));
 }

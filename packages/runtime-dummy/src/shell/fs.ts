@@ -29,22 +29,33 @@ export class MemoryFs {
 
 /**
  * A container's view of files: its own file system, with the build's workspace mounted at
- * `mountPath` (when the build has one) and a few virtual files (`/proc/self/status`, `/dev/null`).
+ * `mountPath` (when the build has one), the build's outputs directory at `outputs.path` (when it
+ * has one; it may lie inside the workspace, as `/vela/outputs` does) and a few virtual files
+ * (`/proc/self/status`, `/dev/null`).
  */
 export class ContainerFs {
   readonly #own: MemoryFs;
   readonly #workspace: MemoryFs | undefined;
   readonly #mountPath: string;
   readonly #virtual: (file: string) => Buffer | undefined;
+  readonly #outputs: { path: string; fs: MemoryFs } | undefined;
 
-  constructor(own: MemoryFs, workspace: MemoryFs | undefined, mountPath: string, virtual: (file: string) => Buffer | undefined) {
+  constructor(
+    own: MemoryFs,
+    workspace: MemoryFs | undefined,
+    mountPath: string,
+    virtual: (file: string) => Buffer | undefined,
+    outputs?: { path: string; fs: MemoryFs },
+  ) {
     this.#own = own;
     this.#workspace = workspace;
     this.#mountPath = mountPath;
     this.#virtual = virtual;
+    this.#outputs = outputs;
   }
 
   #route(file: string): MemoryFs {
+    if (this.#outputs && (file === this.#outputs.path || file.startsWith(`${this.#outputs.path}/`))) return this.#outputs.fs;
     if (this.#workspace && (file === this.#mountPath || file.startsWith(`${this.#mountPath}/`))) return this.#workspace;
     return this.#own;
   }
@@ -66,6 +77,7 @@ export class ContainerFs {
   }
   isDir(dir: string): boolean {
     if (dir === this.#mountPath && this.#workspace) return true;
+    if (dir === this.#outputs?.path) return true;
     return this.#route(dir).isDir(dir) || ['/', '/bin', '/tmp', '/proc', '/dev', '/etc', '/root'].includes(dir);
   }
 }
