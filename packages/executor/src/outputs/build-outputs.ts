@@ -8,7 +8,7 @@ import { OUTPUTS_PATH, type Runtime, supportsOutputs } from '@berth/runtime';
 import { decodeOutputs, imageNames, NO_OUTPUTS, OUTPUT_FILES, type OutputFile, type Outputs } from './outputs.ts';
 
 /** A step whose image needs a value no compiled variable, worker variable or secret gives. */
-export interface OutputsNeed {
+interface OutputsNeed {
   step: string;
   image: string;
   names: string[];
