@@ -307,6 +307,8 @@ export class Executor {
         knownNames,
       );
       if (refusal !== undefined) throw new ExecutorError('create', '', refusal);
+      const services = BuildOutputs.serviceRefusal(this.build.services, knownNames);
+      if (services !== undefined) throw new ExecutorError('create', '', services);
       const init = this.#init;
       init.status = 'running';
       init.started = Date.now();

@@ -46,8 +46,8 @@ describe('outputs', () => {
       steps: [
         writer(),
         ctn('reader', {
-          environment: { GREETING: 'mine', REF: '$TAG' },
-          commands: ['echo "tag=$TAG greeting=$GREETING ref=$REF b64=$B64"', 'echo "token=$TOKEN"'],
+          environment: { GREETING: 'mine', REF: '$TAG', BRACES: 'v${TAG}' },
+          commands: ['echo "tag=$TAG greeting=$GREETING ref=$REF b64=$B64"', 'echo "token=$TOKEN"', 'echo "braces=$BRACES"'],
         }),
         ctn('tagged', { image: `${REPO}:\${TAG}`, pull: 'never', commands: ['echo "tagged ran: $TAG"'] }),
       ],
@@ -56,6 +56,7 @@ describe('outputs', () => {
     expect(result.status).toBe('success');
     expect(reporter.log('reader')).toContain(`tag=${TAG} greeting=mine ref=${TAG} b64=decoded value\n`);
     expect(reporter.log('reader')).toContain('token=***\n');
+    expect(reporter.log('reader')).toContain(`braces=v${TAG}\n`);
     expect(reporter.log('tagged')).toContain(`tagged ran: ${TAG}\n`);
     expect(reporter.last('tagged')?.image).toBe(BUSYBOX);
     expect(allLogs(reporter)).not.toContain(SECRET);
@@ -133,6 +134,19 @@ describe('outputs', () => {
     expect(result.build.error).toContain(`step "tagged" (image "${REPO}:\${TAG}" needs \${TAG})`);
     expect(result.build.error).not.toContain('numbered');
     expect(result.build.error).toContain('the dummy runtime does not offer outputs');
+    expect(reporter.statuses('writer')).not.toContain('running');
+  });
+
+  it('a service whose image needs a ${KEY} is refused at the start: services get no outputs', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      services: [ctn('db', { image: `${REPO}:\${DB_TAG}`, commands: ['sleep 1'] })],
+      steps: [writer()],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('error');
+    expect(result.build.error).toContain(`service "db" (image "${REPO}:\${DB_TAG}" needs \${DB_TAG}): services get no outputs`);
     expect(reporter.statuses('writer')).not.toContain('running');
   });
 

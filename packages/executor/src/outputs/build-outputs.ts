@@ -72,6 +72,22 @@ export class BuildOutputs {
   }
 
   /**
+   * An error message naming the services whose image needs a `${KEY}` their environment will not
+   * have: services never get outputs (go-vela/worker lays them on steps only, executor/linux/build.go
+   * ExecBuild), so such an image could only become an invalid reference. Undefined when none does.
+   */
+  static serviceRefusal(services: readonly Container[], known: (service: Container, name: string) => boolean): string | undefined {
+    const needs: OutputsNeed[] = [];
+    for (const service of services) {
+      const missing = imageNames(service.image).filter((name) => !known(service, name));
+      if (missing.length > 0) needs.push({ step: service.name, image: service.image, names: missing });
+    }
+    if (needs.length === 0) return undefined;
+    const list = needs.map((n) => `service "${n.step}" (image "${n.image}" needs ${n.names.map((k) => `\${${k}}`).join(', ')})`).join('; ');
+    return `${list}: services get no outputs, as in Vela; set the value in the service's environment`;
+  }
+
+  /**
    * Reads the four files through `container` (a step that ended) and makes them the build's
    * outputs, as Vela's poll does before each step (the files whole, each time). Returns the new
    * masked values and a warning per file or value it could not use (each warning once per build). Rejects with the runtime's
