@@ -1023,13 +1023,16 @@ function describeRuntimeError(error: unknown): string {
   return messageOf(error);
 }
 
+/** Prefixes of the variables the worker lays on containers (Vela's `VELA_*`, `BUILD_*`, `REPOSITORY_*`). */
+const WORKER_PREFIXES = ['VELA_', 'BUILD_', 'REPOSITORY_'];
+
 /**
  * Whether a step's environment will have `name` before its image is substituted: its compiled
- * environment, its secrets' targets and the worker's variables (every `VELA_*` name, so
- * `${VELA_BUILD_NUMBER}` never counts as an output).
+ * environment, its secrets' targets and the worker's variables (every name with a
+ * {@link WORKER_PREFIXES} prefix, so `${VELA_BUILD_NUMBER}` never counts as an output).
  */
 function knownNames(step: Container, name: string): boolean {
-  return Object.hasOwn(step.environment, name) || name.startsWith('VELA_') || step.secrets.some((ref) => ref.target === name);
+  return Object.hasOwn(step.environment, name) || WORKER_PREFIXES.some((prefix) => name.startsWith(prefix)) || step.secrets.some((ref) => ref.target === name);
 }
 
 /** Throws when stages `need` each other in a cycle (they would wait forever). */
