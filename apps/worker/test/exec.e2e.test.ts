@@ -121,6 +121,30 @@ describe('berth exec on the real Docker engine', { timeout: 120_000 }, () => {
     expect(run.stdout).toMatch(/split across writes:\n.*│ \*\*\*\n/);
   });
 
+  // Vela's outputs: go-vela/worker executor/linux/outputs.go (poll), internal/outputs/process.go (Process).
+  it('runs examples/outputs.yml: a later step gets the outputs as environment and in its image tag, the masked one masked', async () => {
+    const run = await berth(['exec', 'outputs.yml']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/use +▶ step use \(berth\/busybox:1\.35\)/);
+    expect(run.stdout).toMatch(/use +│ hello from decide, running on berth\/busybox:1\.35\n/);
+    expect(run.stdout).toMatch(/use +│ the token is \*\*\*\n/);
+    expect(run.stdout + run.stderr).not.toContain('deploy-s3cret');
+  });
+
+  it('an image ${KEY} that no step wrote fails the build, naming the step, the image and the key; nothing is left behind', async () => {
+    const { dir } = pipeline(
+      `version: "1"\nsteps:\n  - name: writes-other\n    image: ${IMAGE}\n    pull: never\n    commands: [echo OTHER=1 > /vela/outputs/.env]\n  - name: needs-tag\n    image: berth/busybox:\${TAG}\n    pull: never\n    commands: [echo never]\n`,
+    );
+    const number = String(900_000 + Math.floor(Math.random() * 99_999));
+    const run = await berth(['exec', '--build-number', number], { cwd: dir });
+    expect(run.code).toBe(1);
+    const out = run.stdout + run.stderr;
+    expect(out).toContain('step "needs-tag"');
+    expect(out).toContain('image "berth/busybox:${TAG}" needs ${TAG}, which no step before it wrote to /vela/outputs');
+    expect(out).not.toContain('never\n');
+    expect(leftovers(`berth.dev/build=localOrg_localRepo_${number}`)).toEqual([]);
+  });
+
   it('exits 1 when a step fails, and names the step', async () => {
     const { dir } = pipeline(
       `version: "1"\nsteps:\n  - name: broken\n    image: ${IMAGE}\n    pull: never\n    commands: [echo about to fail, exit 3]\n  - name: after\n    image: ${IMAGE}\n    pull: never\n    commands: [echo never]\n`,

@@ -8,7 +8,7 @@ import { type Build, type Container, emptyContainer, type RuleData, RulesetError
 import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, untilDone } from './build/contexts.ts';
 import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
-import { credentialsOf, maskSecrets, prepareEnvironment } from './build/environment.ts';
+import { credentialsOf, maskSecrets, prepareEnvironment, type WorkerVariables } from './build/environment.ts';
 import { LogStreams } from './build/log-streams.ts';
 import {
   finalBuildOutcome,
@@ -25,6 +25,8 @@ import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
 import type { LogWriter } from './log/log-writer.ts';
+import { BuildOutputs } from './outputs/build-outputs.ts';
+import { missingImageNames, OUTPUTS_DIR } from './outputs/outputs.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
 import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
@@ -85,6 +87,13 @@ export interface ExecutorOptions {
   host?: string;
   /** The worker's version, for the init log and `VELA_VERSION`. */
   version?: string;
+  /**
+   * Vela's outputs (on in Vela when `VELA_EXECUTOR_OUTPUTS_IMAGE` is set): what a step writes to
+   * `/vela/outputs/*.env` becomes environment (and `${KEY}` in the image) of the steps after it.
+   * Needs a runtime with the `outputs` capability; without one, a build whose images need outputs
+   * is refused at its start. Default false.
+   */
+  outputs?: boolean;
   logger?: ExecutorLogger;
 }
 
@@ -115,6 +124,10 @@ class ContainerRun {
   writer: LogWriter | undefined;
   /** Lines for the head of this container's log (secrets withheld from it, and why). */
   readonly notes: string[] = [];
+  /** With outputs: the step as compiled, before its environment was prepared (it is prepared again with the outputs). */
+  template: Container | undefined;
+  /** With outputs: its image needs an output, so it is set up only when it starts. */
+  deferred = false;
 
   constructor(kind: TargetKind, container: Container, stage?: string) {
     this.kind = kind;
@@ -174,6 +187,7 @@ export class Executor {
   readonly #stageDone = new Map<string, Deferred>();
   /** Secrets loaded so far (by secret name). */
   readonly #secrets = new Map<string, LoadedSecret>();
+  readonly #outputs: BuildOutputs;
 
   #status: Status = 'pending';
   #started: number | undefined;
@@ -199,6 +213,7 @@ export class Executor {
     this.#streamGraceMs = options.logStreamingGraceMs ?? 60_000;
     this.#host = options.host ?? hostname();
     this.#log = maskedLogger(options.logger ?? {}, (text) => this.#mask(text));
+    this.#outputs = new BuildOutputs(this.runtime, options.outputs === true);
 
     const initStep = this.build.steps.find((s) => s.name === INIT_NAME) ?? this.build.stages.find((s) => s.name === INIT_NAME)?.steps[0];
     this.#init = new ContainerRun('init', initStep ?? emptyContainer({ id: `${this.build.id}_init`, name: INIT_NAME, image: INIT_IMAGE }));
@@ -290,6 +305,13 @@ export class Executor {
     await this.#reportBuild();
     await this.#phase(ctx, 'create', async () => {
       checkStages(this.build.stages);
+      const refusal = this.#outputs.refusal(
+        [...this.#runs.values()].filter((run) => run.kind === 'step').map((run) => run.container),
+        knownNames,
+      );
+      if (refusal !== undefined) throw new ExecutorError('create', '', refusal);
+      const services = BuildOutputs.serviceRefusal(this.build.services, knownNames);
+      if (services !== undefined) throw new ExecutorError('create', '', services);
       const init = this.#init;
       init.status = 'running';
       init.started = Date.now();
@@ -309,6 +331,10 @@ export class Executor {
       await this.runtime.createVolume(ctx, this.build);
       await this.#initLine('> Inspecting runtime volume...\n');
       await this.#initLine(await this.runtime.inspectVolume(ctx, this.build));
+      if (this.#outputs.active) {
+        await this.runtime.setupOutputs?.(ctx, this.build);
+        await this.#initLine(`> Preparing outputs: ${OUTPUTS_DIR} is shared by the build's steps\n`);
+      }
       await this.#initLine('> Preparing secrets...\n');
       for (const secret of this.build.secrets) {
         if (secret.origin !== null) {
@@ -348,7 +374,7 @@ export class Executor {
         if (step === this.#init.container) continue;
         await this.#initLine(`> Preparing step image ${step.image}...\n`);
         await this.createStep(ctx, step);
-        await this.#initLine(await this.runtime.inspectImage(ctx, step));
+        await this.#initLine(await this.#inspectStepImage(ctx, step));
       }
       const described = await this.runtime.inspectBuild(ctx, this.build);
       if (described.length > 0) {
@@ -503,7 +529,14 @@ export class Executor {
   async createStep(ctx: Context, container: Container): Promise<void> {
     const run = this.#run(container);
     if (run.kind === 'init') return;
+    if (this.#outputs.active) run.template = structuredClone(container);
     this.#prepareEnvironment(run);
+    if (run.template !== undefined && missingImageNames(run.template.image, container.environment).length > 0) {
+      // Its image needs an output: set up when it starts (Vela creates every container then).
+      run.deferred = true;
+      Object.assign(container, structuredClone(run.template));
+      return;
+    }
     await this.#containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.created = true;
   }
@@ -575,7 +608,7 @@ export class Executor {
       step.environment['VELA_STEP_STAGE'] = stage.name;
       await this.#initLine(`> Preparing step image ${step.image}...\n`);
       await this.createStep(ctx, step);
-      await this.#initLine(await this.runtime.inspectImage(ctx, step));
+      await this.#initLine(await this.#inspectStepImage(ctx, step));
     }
   }
 
@@ -652,8 +685,73 @@ export class Executor {
       await this.#reportStep(run);
       return;
     }
+    if (run.template !== undefined && (run.deferred || this.#outputs.any)) await this.#setupWithOutputs(ctx, run, run.template);
     await this.planStep(ctx, step);
     await this.execStep(ctx, step);
+    if (this.#outputs.active && run.exited) await this.#pollOutputs(ctx, run);
+  }
+
+  /**
+   * Prepares the step again from its compiled form with the outputs so far and sets its container
+   * up (again): go-vela/worker executor/linux/build.go ExecBuild lays the outputs on the step
+   * (outputs.Process) and substitutes it just before PlanStep and ExecStep. An image `${KEY}` no
+   * output gave fails the step and the build, naming the step, the image and the key.
+   */
+  async #setupWithOutputs(ctx: Context, run: ContainerRun, template: Container): Promise<void> {
+    const fresh = structuredClone(template);
+    run.notes.length = 0;
+    this.#note(run, prepareEnvironment(fresh, 'step', this.#workerVariables(), this.#secrets, this.#outputs.current));
+    const missing = missingImageNames(template.image, fresh.environment);
+    if (missing.length > 0) {
+      const names = missing.map((name) => `\${${name}}`).join(', ');
+      const detail = `image "${template.image}" needs ${names}, which no step before it wrote to ${OUTPUTS_DIR} (.env, masked.env, base64.env or masked.base64.env): write it there in an earlier step, or set it in the step's environment`;
+      run.status = 'error';
+      run.error = this.#mask(detail);
+      run.finished = Date.now();
+      run.started ??= run.finished;
+      await this.#reportStep(run);
+      throw new ExecutorError('exec', `step "${run.container.name}"`, run.error);
+    }
+    const container = run.container;
+    if (run.created) {
+      await this.#containerCall(run, 'exec', () => this.runtime.removeContainer(ctx, container), ctx);
+      run.created = false;
+    }
+    Object.assign(container, fresh);
+    await this.#containerCall(run, 'exec', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
+    run.created = true;
+    run.deferred = false;
+  }
+
+  /**
+   * Reads the outputs through the step that just ended (Vela polls before each next step, which
+   * reads the same files) and masks their masked values from now on. A file that cannot be read
+   * errors the build, as Vela's poll error does; content that cannot be used is warned about.
+   */
+  async #pollOutputs(ctx: Context, run: ContainerRun): Promise<void> {
+    let polled: Awaited<ReturnType<BuildOutputs['poll']>>;
+    try {
+      polled = await this.#outputs.poll(ctx, this.build, run.container);
+    } catch (error) {
+      if (ctx.signal.aborted) throw errOf(ctx);
+      throw this.#executorError(
+        'exec',
+        `step "${run.container.name}"`,
+        new Error(`unable to read its outputs: ${describeRuntimeError(error)}`, { cause: error }),
+      );
+    }
+    for (const value of polled.masked) {
+      this.#init.writer?.addSecrets(value);
+      for (const other of this.#runs.values()) other.writer?.addSecrets(value);
+    }
+    for (const warning of polled.warnings) this.#log.warn?.(`step ${run.container.name}: ${warning}`);
+  }
+
+  /** The image's description for the init log, or why there is none yet (its image needs outputs). */
+  async #inspectStepImage(ctx: Context, step: Container): Promise<string> {
+    const run = this.#run(step);
+    if (run.deferred) return `> Step image ${step.image} is set when the step starts: it uses outputs of earlier steps\n`;
+    return this.runtime.inspectImage(ctx, step);
   }
 
   /**
@@ -774,13 +872,16 @@ export class Executor {
    * container may not have are withheld and noted at the head of its log.
    */
   #prepareEnvironment(run: ContainerRun): void {
-    const vars = {
+    this.#note(run, prepareEnvironment(run.container, run.kind, this.#workerVariables(), this.#secrets));
+  }
+
+  #workerVariables(): WorkerVariables {
+    return {
       host: this.#host,
       runtime: this.runtime.name,
       version: this.#options.version ?? 'unknown',
       ...(this.#options.environment === undefined ? {} : { environment: this.#options.environment }),
     };
-    this.#note(run, prepareEnvironment(run.container, run.kind, vars, this.#secrets));
   }
 
   #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets): void {
@@ -804,7 +905,7 @@ export class Executor {
 
   /** Every secret value loaded so far. */
   #secretValues(): string[] {
-    return [...this.#secrets.values()].map((secret) => secret.value);
+    return [...[...this.#secrets.values()].map((secret) => secret.value), ...this.#outputs.maskedValues()];
   }
 
   /** Every value masked in this container's log: the build's secrets and the container's credentials. */
@@ -923,6 +1024,18 @@ function describeRuntimeError(error: unknown): string {
     }
   }
   return messageOf(error);
+}
+
+/** Prefixes of the variables the worker lays on containers (Vela's `VELA_*`, `BUILD_*`, `REPOSITORY_*`). */
+const WORKER_PREFIXES = ['VELA_', 'BUILD_', 'REPOSITORY_'];
+
+/**
+ * Whether a step's environment will have `name` before its image is substituted: its compiled
+ * environment, its secrets' targets and the worker's variables (every name with a
+ * {@link WORKER_PREFIXES} prefix, so `${VELA_BUILD_NUMBER}` never counts as an output).
+ */
+function knownNames(step: Container, name: string): boolean {
+  return Object.hasOwn(step.environment, name) || WORKER_PREFIXES.some((prefix) => name.startsWith(prefix)) || step.secrets.some((ref) => ref.target === name);
 }
 
 /** Throws when stages `need` each other in a cycle (they would wait forever). */

@@ -169,4 +169,36 @@ describe('runBuild on Docker', { timeout: 180_000 }, () => {
   it('uses the busybox image the tests expect', () => {
     expect(BUSYBOX).toMatch(/busybox/);
   });
+  // Vela's outputs (go-vela/worker executor/linux/outputs.go poll, internal/outputs/process.go Process)
+  // on Docker: a step set up at assemble is set up again with the outputs; one whose image needs an
+  // output is set up when it starts; the outputs volume goes with the build.
+  it('outputs: later steps get them, in their environment and image tag; masked ones masked; nothing left behind', async () => {
+    const reporter = new RecordingReporter();
+    const tag = BUSYBOX.split(':').at(-1) ?? '1.35';
+    const repo = BUSYBOX.slice(0, BUSYBOX.lastIndexOf(':'));
+    const token = 'docker-out-s3cret';
+    const build = makeBuild({
+      steps: [
+        ctn('write', {
+          ...never,
+          commands: [
+            `echo "TAG=${tag}" > /vela/outputs/.env`,
+            `echo "TOKEN=$(echo ${Buffer.from(token).toString('base64')} | base64 -d)" > /vela/outputs/masked.env`,
+            `echo "WORD=$(printf 'from base64' | base64)" > /vela/outputs/base64.env`,
+          ],
+        }),
+        ctn('read', { ...never, commands: ['echo "tag=$TAG word=$WORD token=$TOKEN"'] }),
+        ctn('tagged', { ...never, image: `${repo}:\${TAG}`, commands: ['echo "tagged on $TAG"'] }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true, logger: trace() });
+    expect(result.status, JSON.stringify(result.steps)).toBe('success');
+    expect(reporter.log('read')).toContain(`tag=${tag} word=from base64 token=***\n`);
+    expect(reporter.log('tagged')).toContain(`tagged on ${tag}\n`);
+    expect(reporter.last('tagged')?.image).toBe(BUSYBOX);
+    for (const name of ['init', 'write', 'read', 'tagged']) expect(reporter.log(name)).not.toContain(token);
+    expect(leftovers()).toBe('');
+    const volumes = execFileSync('docker', ['volume', 'ls', '-q', '--filter', `label=berth.dev/worker=${WORKER}`], { encoding: 'utf8' }).trim();
+    expect(volumes).toBe('');
+  });
 });

@@ -113,6 +113,8 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
       timeoutMs: config.timeout,
       logger: { debug: (m) => logger.debug(m), info: (m) => logger.info(m), warn: (m) => logger.warn(m) },
       events,
+      // On, as in `vela exec` (go-vela/cli command/pipeline/exec.go: an outputs image by default).
+      outputs: true,
       version: VERSION,
       onStart: (e) => {
         executor = e;

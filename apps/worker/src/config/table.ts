@@ -261,10 +261,9 @@ export const SETTINGS = {
     env: ['VELA_EXECUTOR_OUTPUTS_IMAGE', 'EXECUTOR_OUTPUTS_IMAGE'],
     file: '/vela/executor/outputs_image',
     type: 'string',
-    help: 'outputs sidecar image',
+    help: "turns Vela outputs on when set: files a step writes to /vela/outputs become later steps' environment (Berth reads them without running this image)",
     group: 'Builds',
     commands: start,
-    hidden: 'outputs are not supported by Berth yet',
   },
   // ── go-vela/server queue/flags.go ─────────────────────────────────────────────────────────
   queueDriver: {

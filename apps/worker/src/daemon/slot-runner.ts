@@ -295,6 +295,8 @@ export class SlotRunner {
           return { ...environment(container), ...scm.environment(container) };
         },
         events: this.#events,
+        // Vela turns outputs on with an outputs image (go-vela/worker cmd/vela-worker/run.go).
+        outputs: this.#core.config.executor.outputsImage !== undefined,
         host: this.#core.workerId,
         version: this.#core.version,
         logger: {

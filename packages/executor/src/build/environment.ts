@@ -5,6 +5,7 @@
  */
 import { applyScript, type Container } from '@berth/pipeline';
 import { maskText } from '../log/masker.ts';
+import { applyOutputs, type Outputs } from '../outputs/outputs.ts';
 import { injectSecrets, type LoadedSecret, substituteContainer } from '../secrets.ts';
 
 /** Environment variables whose values are credentials, masked in logs and in every error string. */
@@ -40,13 +41,15 @@ export interface WorkerVariables {
  * Makes the container's environment as Vela's worker does: the build's and the worker's
  * variables, the secrets that allow substitution, the commands as the build script (steps only;
  * a service keeps its commands), `${NAME}` substituted in every field, then the secrets that do
- * not allow substitution. Returns one note per secret withheld (never a value).
+ * not allow substitution. With `outputs`, a step's outputs join the environment before the
+ * script and the substitution. Returns one note per secret withheld (never a value).
  */
 export function prepareEnvironment(
   container: Container,
   kind: 'step' | 'service' | 'init',
   vars: WorkerVariables,
   secrets: ReadonlyMap<string, LoadedSecret>,
+  outputs?: Outputs,
 ): string[] {
   const env = container.environment;
   if (vars.environment !== undefined) Object.assign(env, vars.environment(container));
@@ -55,6 +58,9 @@ export function prepareEnvironment(
   env['VELA_RUNTIME'] = vars.runtime;
   env['VELA_VERSION'] = vars.version;
   const notes = injectSecrets(container, secrets, 'substitutable');
+  // Outputs after the worker's variables and the secrets, never over them, before the script and
+  // substitution (go-vela/worker executor/linux/build.go ExecBuild: outputs.Process, Script, Substitute).
+  if (outputs !== undefined) applyOutputs(env, outputs);
   // A step's commands become the build script (base64, so substitution leaves it alone).
   if (kind !== 'service' && container.commands.length > 0) Object.assign(container, applyScript(container));
   substituteContainer(container);

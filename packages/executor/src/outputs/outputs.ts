@@ -100,14 +100,16 @@ export function applyOutputs(environment: Record<string, string>, outputs: Outpu
 }
 
 /**
- * The names a plain `${NAME}` in `image` refers to that `environment` does not have. `$${NAME}`
- * is an escaped literal, and a reference with a default (`${TAG:-latest}`) never misses.
+ * The names a plain `${NAME}` in `image` refers to. `$${NAME}` is an escaped literal, and a
+ * reference with a default (`${TAG:-latest}`) is not counted: it never misses.
  */
+export function imageNames(image: string): string[] {
+  const names = new Set<string>();
+  for (const match of image.matchAll(/\$\$|\$\{([\p{L}\p{N}_]+)\}/gu)) if (match[1] !== undefined) names.add(match[1]);
+  return [...names];
+}
+
+/** The names of {@link imageNames} that `environment` does not have. */
 export function missingImageNames(image: string, environment: Readonly<Record<string, string>>): string[] {
-  const missing = new Set<string>();
-  for (const match of image.matchAll(/\$\$|\$\{([\p{L}\p{N}_]+)\}/gu)) {
-    const name = match[1];
-    if (name !== undefined && !Object.hasOwn(environment, name)) missing.add(name);
-  }
-  return [...missing];
+  return imageNames(image).filter((name) => !Object.hasOwn(environment, name));
 }

@@ -1,0 +1,168 @@
+// Vela's outputs on the dummy runtime: go-vela/worker executor/linux/outputs.go (poll),
+// internal/outputs/process.go (Process), executor/linux/build.go ExecBuild (poll, Process and
+// Substitute before each step).
+import { background } from '@berth/context';
+import type { Runtime } from '@berth/runtime';
+import { describe, expect, it } from 'vitest';
+import { runBuild } from '../src/run-build.ts';
+import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, stage } from './helpers.ts';
+
+const SECRET = 'out-s3cret-value';
+const SECRET_B64 = Buffer.from(SECRET).toString('base64');
+const TAG = BUSYBOX.split(':').at(-1) ?? '1.35';
+const REPO = BUSYBOX.slice(0, BUSYBOX.lastIndexOf(':'));
+
+/** Writes outputs without the masked value appearing in the writer's own command (its trace line). */
+function writer(name = 'writer') {
+  return ctn(name, {
+    commands: [
+      `printf 'TAG=${TAG}\\nGREETING=theirs\\n# comment\\n' > /vela/outputs/.env`,
+      `echo "TOKEN=$(echo ${SECRET_B64} | base64 -d)" > /vela/outputs/masked.env`,
+      `echo "B64=$(printf 'decoded value' | base64)" > /vela/outputs/base64.env`,
+    ],
+  });
+}
+
+/** `runtime` without the outputs capability (as the kubernetes runtime). */
+function withoutOutputs(runtime: Runtime): Runtime {
+  return new Proxy(runtime, {
+    get: (target, key) => {
+      if (key === 'setupOutputs' || key === 'readOutput') return undefined;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+function allLogs(reporter: RecordingReporter): string {
+  return [...reporter.chunks.keys()].map((name) => reporter.log(name)).join('\n');
+}
+
+describe('outputs', () => {
+  it("become later steps' environment and image tag; masked ones are masked; the step's own environment wins", async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        writer(),
+        ctn('reader', {
+          environment: { GREETING: 'mine', REF: '$TAG', BRACES: 'v${TAG}' },
+          commands: ['echo "tag=$TAG greeting=$GREETING ref=$REF b64=$B64"', 'echo "token=$TOKEN"', 'echo "braces=$BRACES"'],
+        }),
+        ctn('tagged', { image: `${REPO}:\${TAG}`, pull: 'never', commands: ['echo "tagged ran: $TAG"'] }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('success');
+    expect(reporter.log('reader')).toContain(`tag=${TAG} greeting=mine ref=${TAG} b64=decoded value\n`);
+    expect(reporter.log('reader')).toContain('token=***\n');
+    expect(reporter.log('reader')).toContain(`braces=v${TAG}\n`);
+    expect(reporter.log('tagged')).toContain(`tagged ran: ${TAG}\n`);
+    expect(reporter.last('tagged')?.image).toBe(BUSYBOX);
+    expect(allLogs(reporter)).not.toContain(SECRET);
+    expect(reporter.log('init')).toContain('> Preparing outputs: /vela/outputs is shared');
+    expect(reporter.log('init')).toContain(`> Step image ${REPO}:\${TAG} is set when the step starts`);
+  });
+
+  it('are read after every step: a later write replaces the file, in stages too', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      stages: [
+        stage('first', [ctn('one', { commands: ["printf 'N=1\\n' > /vela/outputs/.env"] }), ctn('see-one', { commands: ['echo "n=$N"'] })]),
+        stage('second', [ctn('two', { commands: ["printf 'M=2\\n' > /vela/outputs/.env"] }), ctn('see-two', { commands: ['echo "n=$N m=$M"'] })], {
+          needs: ['first'],
+        }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('success');
+    expect(reporter.log('see-one')).toContain('n=1\n');
+    // Vela reads the files whole each time: N is gone once the file no longer has it.
+    expect(reporter.log('see-two')).toContain('n= m=2\n');
+  });
+
+  it('an image ${KEY} no step wrote fails the step and the build, naming the step, the image and the key', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const image = `${REPO}:\${NEVER_SET}`;
+    const build = makeBuild({
+      steps: [writer(), ctn('needs-it', { image, pull: 'never', commands: ['echo ran'] }), ctn('after', { commands: ['echo after'] })],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('error');
+    expect(reporter.last('needs-it')?.status).toBe('error');
+    expect(reporter.last('needs-it')?.error).toBe(
+      `image "${image}" needs \${NEVER_SET}, which no step before it wrote to /vela/outputs (.env, masked.env, base64.env or masked.base64.env): write it there in an earlier step, or set it in the step's environment`,
+    );
+    expect(result.build.error).toContain('step "needs-it"');
+    expect(reporter.log('needs-it')).not.toContain('ran');
+    expect(reporter.statuses('after')).not.toContain('running');
+  });
+
+  it('content Vela cannot use is ignored or kept as written, with a warning; the build goes on', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const warnings: string[] = [];
+    const build = makeBuild({
+      steps: [
+        ctn('bad', { commands: ["printf 'GOOD=1\\nno equals sign\\n' > /vela/outputs/.env", "printf 'RAW=%%%%%%\\n' > /vela/outputs/base64.env"] }),
+        ctn('show', { commands: ['echo "good=$GOOD raw=$RAW"'] }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true, logger: { warn: (m) => warnings.push(m) } });
+    expect(result.status).toBe('success');
+    expect(reporter.log('show')).toContain('good= raw=%%%\n');
+    expect(warnings).toEqual([
+      'step bad: /vela/outputs/.env was ignored: line 2: missing = (write KEY=VALUE lines)',
+      'step bad: /vela/outputs/base64.env: the value of RAW is not padded standard base64; it is used as written',
+    ]);
+  });
+
+  it('a runtime without the capability: a build whose image needs an output is refused at its start, naming the steps', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [
+        writer(),
+        ctn('tagged', { image: `${REPO}:\${TAG}`, commands: ['echo ran'] }),
+        ctn('numbered', { image: `${REPO}:\${VELA_BUILD_NUMBER}`, commands: ['echo ran'] }),
+      ],
+    });
+    const result = await runBuild(background(), { build, runtime: withoutOutputs(runtime), reporter, outputs: true });
+    expect(result.status).toBe('error');
+    expect(result.build.error).toContain(`step "tagged" (image "${REPO}:\${TAG}" needs \${TAG})`);
+    expect(result.build.error).not.toContain('numbered');
+    expect(result.build.error).toContain('the dummy runtime does not offer outputs');
+    expect(reporter.statuses('writer')).not.toContain('running');
+  });
+
+  it('a service whose image needs a ${KEY} is refused at the start: services get no outputs', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      services: [ctn('db', { image: `${REPO}:\${DB_TAG}`, commands: ['sleep 1'] })],
+      steps: [writer()],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('error');
+    expect(result.build.error).toContain(`service "db" (image "${REPO}:\${DB_TAG}" needs \${DB_TAG}): services get no outputs`);
+    expect(reporter.statuses('writer')).not.toContain('running');
+  });
+
+  it('outputs off: the same build is refused, saying how to turn them on; a build without ${KEY} images runs as before', async () => {
+    const { runtime } = await dummy();
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [writer(), ctn('tagged', { image: `${REPO}:\${TAG}`, commands: ['echo ran'] })] });
+    const refused = await runBuild(background(), { build, runtime, reporter });
+    expect(refused.status).toBe('error');
+    expect(refused.build.error).toContain('outputs are off on this worker: set VELA_EXECUTOR_OUTPUTS_IMAGE');
+
+    const plain = new RecordingReporter();
+    // Without outputs nothing makes /vela/outputs (Vela's outputs sidecar does): the step makes it in the workspace.
+    const own = ctn('own-dir', { commands: ['mkdir -p /vela/outputs', "printf 'TAG=1\\n' > /vela/outputs/.env"] });
+    const ok = await runBuild(background(), { build: makeBuild({ steps: [own, ctn('reader', { commands: ['echo "tag=$TAG"'] })] }), runtime, reporter: plain });
+    expect(ok.status).toBe('success');
+    expect(plain.log('reader')).toContain('tag=\n');
+  });
+});
