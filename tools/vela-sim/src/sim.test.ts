@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCombined } from './signing.ts';
-import { ITEM_VERSION, VelaSim } from './sim.ts';
+import { ITEM_VERSION } from './queue.ts';
+import { VelaSim } from './sim.ts';
 import { verifyJwt } from './jwt.ts';
 
 let sim: VelaSim;
