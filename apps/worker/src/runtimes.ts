@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '@berth/context';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
-import { dockerRuntime } from '@berth/runtime-docker';
-import { kubernetesRuntime } from '@berth/runtime-kubernetes';
 
 /** The runtimes the worker knows. Only the worker app knows which plugins exist. */
 export type RuntimeChoice = 'docker' | 'kubernetes';
@@ -31,10 +29,14 @@ export interface RuntimeSettings {
 
 const defined = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-/** The descriptor of the chosen runtime plugin. */
-export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = {}): RuntimeDescriptor {
+/**
+ * The descriptor of the chosen runtime plugin. Only the chosen plugin's module is loaded: the
+ * Kubernetes client alone costs a Docker worker tens of MB and its start-up time.
+ */
+export async function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = {}): Promise<RuntimeDescriptor> {
   switch (choice) {
-    case 'docker':
+    case 'docker': {
+      const { dockerRuntime } = await import('@berth/runtime-docker');
       return dockerRuntime(
         defined({
           dropCapabilities: options.dropCapabilities && options.dropCapabilities.length > 0 ? options.dropCapabilities : undefined,
@@ -43,7 +45,9 @@ export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = 
           pidsLimit: options.pidsLimit,
         }),
       );
-    case 'kubernetes':
+    }
+    case 'kubernetes': {
+      const { kubernetesRuntime } = await import('@berth/runtime-kubernetes');
       return kubernetesRuntime(
         defined({
           kubeconfig: options.kubeconfig,
@@ -53,6 +57,7 @@ export function selectRuntime(choice: RuntimeChoice, options: RuntimeSettings = 
           pauseImage: options.pauseImage,
         }),
       );
+    }
   }
 }
 

@@ -247,14 +247,14 @@ export class Daemon implements WorkerApiHost {
   async #createRuntime(): Promise<void> {
     const descriptor =
       this.#o.runtime ??
-      selectRuntime(this.config.runtime.driver, {
+      (await selectRuntime(this.config.runtime.driver, {
         kubeconfig: this.config.runtime.config,
         namespace: this.config.runtime.namespace,
         podsTemplateName: this.config.runtime.podsTemplateName,
         podsTemplateFile: this.config.runtime.podsTemplateFile,
         dropCapabilities: this.config.runtime.dropCapabilities,
         ...this.#o.runtimeSettings,
-      });
+      }));
     for (let attempt = 1; ; attempt++) {
       const [ctx, cancel] = withTimeout(this.#root, 30_000);
       try {
