@@ -1,7 +1,8 @@
-// The CLI loads only what the command needs: `berth --version` no TypeScript at all, and
-// `berth validate` neither the executor, the runtimes nor the daemon's server and queue client.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+// The CLI loads only what the command needs: `berth --version` no TypeScript at all,
+// `berth validate` neither the executor, the runtimes nor the daemon's server and queue client,
+// `berth exec` none of the daemon, and `berth start` only the runtime it runs on.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -20,11 +21,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function loads(args: string[]): Promise<{ stdout: string; modules: string[] }> {
+async function loads(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; modules: string[] }> {
   const file = path.join(dir, `${args.join('_').replace(/\W/g, '_')}.txt`);
   const { stdout } = await run(process.execPath, ['--import', TRACE, BIN, ...args], {
     cwd: path.resolve(APP, '../..'),
-    env: { ...process.env, BERTH_TRACE_LOADS: file, NODE_OPTIONS: '' },
+    env: { ...process.env, ...env, BERTH_TRACE_LOADS: file, NODE_OPTIONS: '' },
   });
   const modules = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
   return { stdout, modules };
@@ -49,4 +50,65 @@ describe('berth start-up', () => {
     const { stdout } = await loads(['--help']);
     for (const command of ['exec', 'validate', 'compile', 'start']) expect(stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
   });
+});
+
+/**
+ * Runs `berth start` against a server that is not there until its runtime is ready (its log says
+ * so), then stops it; returns what it loaded by then. Registration fails and is retried meanwhile.
+ */
+async function startLoads(runtime: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
+  const file = path.join(dir, `start-${runtime}.txt`);
+  const child = spawn(process.execPath, ['--import', TRACE, BIN, 'start'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      ...extraEnv,
+      BERTH_TRACE_LOADS: file,
+      VELA_SERVER_ADDR: 'http://127.0.0.1:9',
+      VELA_SERVER_SECRET: 'not-used',
+      VELA_WORKER_ADDR: 'http://cli-startup-test:8080',
+      VELA_RUNTIME_DRIVER: runtime,
+      VELA_LOG_FORMAT: 'json',
+      BERTH_LISTEN: '127.0.0.1:0',
+      BERTH_STATE_DIR: dir,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+      if (stderr.includes('"msg":"runtime ready"')) resolve();
+    });
+    void exited.then((code) => reject(new Error(`berth start exited ${code} before its runtime was ready: ${stderr.slice(-1000)}`)));
+  });
+  child.kill('SIGTERM');
+  await exited;
+  return (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+}
+
+describe('berth start-up, per command', () => {
+  it('exec loads none of the daemon: no HTTP server, queue client, metrics, or Kubernetes client', async () => {
+    await writeFile(
+      path.join(dir, 'one.yml'),
+      'version: "1"\nsteps:\n  - name: one\n    image: berth/busybox:1.35\n    pull: not_present\n    commands: [true]\n',
+    );
+    const { stdout, modules } = await loads(['exec', '--no-color', path.join(dir, 'one.yml')], {
+      BERTH_BUILD_NUMBER: String(Math.floor(Math.random() * 1e9)),
+    });
+    expect(stdout).toMatch(/success/);
+    expect(modules.some((m) => /runtime-docker/.test(m))).toBe(true);
+    const daemon = modules.filter((m) =>
+      /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|fastify|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
+    );
+    expect(daemon).toEqual([]);
+  }, 60_000);
+
+  it('start on docker does not load the Kubernetes runtime or its client', async () => {
+    const modules = await startLoads('docker');
+    expect(modules.some((m) => /runtime-docker/.test(m))).toBe(true);
+    expect(modules.filter((m) => /runtime-kubernetes|client-node/.test(m))).toEqual([]);
+  }, 60_000);
 });
