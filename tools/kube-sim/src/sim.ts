@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NodeAgent, removeInstanceObjects } from './agent/node-agent.ts';
 import { defaultSpamFilter, type EventSpamFilter } from './agent/event-recorder.ts';
-import { faithfulKubelet, type PullBackoff } from './agent/pod-worker.ts';
+import { faithfulKubelet, type PullBackoff } from './agent/kubelet-behaviour.ts';
 import { WatchHub } from './api/watch.ts';
 import { Counters } from './counters.ts';
 import { Faults } from './faults.ts';

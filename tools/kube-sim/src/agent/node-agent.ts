@@ -8,7 +8,8 @@ import { type Pod } from '../types.ts';
 import { instanceLabel } from './docker-spec.ts';
 import { EventRecorder, type EventSpamFilter } from './event-recorder.ts';
 import { ImagePuller } from './image-puller.ts';
-import { type KubeletBehaviour, PodWorker, type PullBackoff } from './pod-worker.ts';
+import { type KubeletBehaviour, type PullBackoff } from './kubelet-behaviour.ts';
+import { PodWorker } from './pod-worker.ts';
 
 /** Settings of the node agent. */
 export interface NodeAgentOptions {

@@ -1,0 +1,139 @@
+// What one pod worker knows about its pod: the pod object, each container's run, the sandbox,
+// the Docker objects it made and where the pod is in its life. Shared by the pod worker's parts
+// (container starts, image step, status, Docker objects).
+
+import type Docker from 'dockerode';
+import { setTimeout as delay } from 'node:timers/promises';
+import { type Faults } from '../faults.ts';
+import { type Store } from '../store.ts';
+import { type ContainerSpec, type ContainerState, type Pod } from '../types.ts';
+import { type EventRecorder, type EventSpec } from './event-recorder.ts';
+import { type ImagePuller } from './image-puller.ts';
+import { type KubeletBehaviour, type PullBackoff } from './kubelet-behaviour.ts';
+
+/** What a pod worker needs from the agent. */
+export interface WorkerDeps {
+  docker: Docker;
+  store: Store;
+  faults: Faults;
+  recorder: EventRecorder;
+  instance: string;
+  nodeName: string;
+  pauseImage: string;
+  pullBackoff: PullBackoff;
+  behaviour: KubeletBehaviour;
+  /** The node's serial image puller. */
+  puller: ImagePuller;
+}
+
+/** What the pod status shows of a container: a snapshot taken at a relist (or a sync result). */
+export interface RunView {
+  state: ContainerState;
+  lastState: ContainerState;
+  restartCount: number;
+  image: string;
+  imageID: string;
+  dockerId?: string;
+}
+
+/** One container of the pod, across its instances. */
+export interface ContainerRun {
+  name: string;
+  state: ContainerState;
+  lastState: ContainerState;
+  restartCount: number;
+  /** Image reported in the status. */
+  image: string;
+  imageID: string;
+  dockerId?: string;
+  previousDockerId?: string;
+  /** Image the current Docker container was created from. */
+  runningImage?: string;
+  restarting: boolean;
+  /** The previous instance, when it ended for a restart and the new one is not created yet. */
+  exited?: NonNullable<ContainerState['terminated']>;
+  pullFailures: number;
+  wake?: () => void;
+  task?: Promise<void>;
+  /** What the published status shows. */
+  view: RunView;
+}
+
+/** The pod sandbox (pause container) and its network. */
+interface Sandbox {
+  id: string;
+  ip: string;
+  gateway: string;
+}
+
+/** The state of one pod on the node, and the helpers every part of its worker uses. */
+export class PodState {
+  readonly deps: WorkerDeps;
+  /** The pod's uid ('' when it has none). */
+  readonly uid: string;
+  /** The newest version of the pod object (same uid). */
+  pod: Pod;
+  readonly runs = new Map<string, ContainerRun>();
+  sandbox: Sandbox | undefined;
+  /** Every Docker container made for the pod (removed at cleanup). */
+  readonly dockerIds = new Set<string>();
+  /** Every Docker volume made for the pod's emptyDirs (removed at cleanup). */
+  readonly volumes: string[] = [];
+  startTimeMs: number | undefined;
+  /** The pod's final phase, once decided. */
+  terminal: { phase: 'Succeeded' | 'Failed'; reason?: string; message?: string } | undefined;
+  /** Killed or being deleted: nothing new starts. */
+  stopping = false;
+  /** Gone: no more events or status writes. */
+  destroyed = false;
+  /** Aborted when the pod is killed: ends simulated pulls. */
+  readonly abort = new AbortController();
+
+  constructor(deps: WorkerDeps, pod: Pod) {
+    this.deps = deps;
+    this.pod = pod;
+    this.uid = pod.metadata.uid ?? '';
+    for (const c of pod.spec.containers) {
+      this.runs.set(c.name, {
+        name: c.name,
+        state: { waiting: { reason: 'ContainerCreating' } },
+        lastState: {},
+        restartCount: 0,
+        image: c.image ?? '',
+        imageID: '',
+        restarting: false,
+        pullFailures: 0,
+        view: { state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, restartCount: 0, image: c.image ?? '', imageID: '' },
+      });
+    }
+  }
+
+  podName(): string {
+    return this.pod.metadata.name ?? '';
+  }
+
+  spec(name: string): ContainerSpec | undefined {
+    return this.pod.spec.containers.find((c) => c.name === name);
+  }
+
+  /** Records an event on the pod (none once destroyed). */
+  event(spec: EventSpec): void {
+    if (this.destroyed) return;
+    this.deps.recorder.record(this.pod, spec);
+  }
+
+  /** Records an event on one container of the pod. */
+  containerEvent(run: ContainerRun, type: EventSpec['type'], reason: string, message: string): void {
+    this.event({ type, reason, message, fieldPath: `spec.containers{${run.name}}` });
+  }
+
+  /** Waits while the node agent is stalled; a kill or destroy ends the wait. */
+  async waitUnstalled(): Promise<void> {
+    while (this.deps.faults.agentStalled && !this.destroyed && !this.stopping) await delay(100);
+  }
+
+  /** Sleeps `ms` unless the pod is killed first. */
+  async pause(ms: number): Promise<void> {
+    await delay(ms, undefined, { signal: this.abort.signal }).catch(() => undefined);
+  }
+}
