@@ -2,6 +2,7 @@ import path from 'node:path';
 import { type ConfigFileError, readConfigFile } from './config/config-file.ts';
 import { type ConfigIssue, type SettingValues, ConfigError, resolveSettings } from './config/resolve.ts';
 import type { SettingName } from './config/table.ts';
+import { pairsOf } from './config/values.ts';
 import { CommandError } from './exit-codes.ts';
 import { parseAssignments, readSecretsFile } from './options.ts';
 import { checkContainerLimits } from './vela/config.ts';
@@ -16,8 +17,6 @@ export interface ExecFlags {
   color?: boolean;
   config?: string;
   checkConfig?: boolean;
-  runtimeOption?: string[];
-  buildNumber?: string;
   [setting: string]: unknown;
 }
 
@@ -76,8 +75,6 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
     color: _color,
     config: _config,
     checkConfig: _check,
-    runtimeOption: _options,
-    buildNumber: _number,
     ...settings
   } = flags;
   const resolved = resolveSettings('exec', { flags: settings, env, ...(configFile ? { configFile } : {}) });
@@ -87,14 +84,12 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
   const assignments = attempt(() => parseAssignments(flags.env, '--env'), {});
   const secret = attempt(() => parseAssignments(flags.secret, '--secret'), {});
   const secretsFile = flags.secretsFile === undefined ? {} : attempt(() => readSecretsFile(path.resolve(cwd, flags.secretsFile!)), {});
-  const runtimeOption = attempt(() => parseAssignments(flags.runtimeOption ?? [], '--runtime-option'), {});
-  const buildNumber = attempt(() => buildNumberOf(flags.buildNumber, env), 1);
   if (issues.length > 0) problems.unshift(new ConfigError(issues, 'exec').message);
   if (problems.length > 0) throw new CommandError(problems.join('\n'));
   return {
     runtime: String(v.runtimeDriver),
-    runtimeOption,
-    buildNumber,
+    runtimeOption: pairsOf(v.runtimeOptions ?? []),
+    buildNumber: v.buildNumber!,
     kubeconfig: v.runtimeConfig,
     namespace: v.runtimeNamespace,
     pauseImage: resolved.sourceOf.pauseImage === 'default' ? undefined : v.pauseImage,
@@ -111,16 +106,4 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
     values: v,
     sourceOf: resolved.sourceOf,
   };
-}
-
-/**
- * The local build's number (`localOrg_localRepo_<n>`, as `vela exec` names it): 1 unless given.
- * Two runs on one engine with the same number would fight over the same container names.
- */
-function buildNumberOf(flag: string | undefined, env: NodeJS.ProcessEnv): number {
-  const raw = flag ?? env.BERTH_BUILD_NUMBER ?? '1';
-  const where = flag !== undefined ? '--build-number' : 'BERTH_BUILD_NUMBER';
-  if (!/^[1-9]\d{0,14}$/.test(raw.trim()))
-    throw new CommandError(`${where}: ${JSON.stringify(raw)} is not a build number; give a positive whole number, e.g. 42`);
-  return Number(raw.trim());
 }

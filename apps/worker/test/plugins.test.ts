@@ -56,11 +56,28 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
   it('refuses a malformed --runtime-option and a plugin of another contract with exit 2 and one message, before anything runs', async () => {
     const bad = await runCli(['exec', '--runtime', 'host', '--runtime-option', 'noequals', HELLO], { cwd: FIXTURES });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^berth: --runtime-option "noequals" is not NAME=VALUE/);
+    expect(bad.stderr).toMatch(/runtime-option \(flag --runtime-option\): options look like key=value, got "noequals"/);
     const wrong = await runCli(['exec', '--runtime', './wrong-contract.mjs', HELLO], { cwd: FIXTURES });
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toMatch(/^berth: --runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future"/);
     expect(wrong.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it.each([
+    ['exec', ['exec', '--runtime', 'host', HELLO]],
+    ['start', ['start', '--runtime-plugin', 'host']],
+  ])('%s: a list-valued option keeps its commas (inheritEnv=PATH,HOME is one option), from flags and BERTH_RUNTIME_OPTIONS', async (_, command) => {
+    const env = { VELA_SERVER_ADDR: 'http://vela.test', VELA_SERVER_SECRET: 'x', VELA_WORKER_ADDR: 'http://w.test' };
+    const flags = await runCli([...command, '--runtime-option', 'inheritEnv=PATH,HOME', '--runtime-option', 'root=/tmp/r', '--check-config'], {
+      cwd: FIXTURES,
+      env,
+    });
+    expect(flags.stderr).toBe('');
+    expect(flags.code).toBe(0);
+    expect(flags.stdout).toMatch(/runtime-option: \["inheritEnv=PATH,HOME","root=\/tmp\/r"\]/);
+    const fromEnv = await runCli([...command, '--check-config'], { cwd: FIXTURES, env: { ...env, BERTH_RUNTIME_OPTIONS: 'inheritEnv=PATH,HOME,root=/tmp/r' } });
+    expect(fromEnv.stderr).toBe('');
+    expect(fromEnv.stdout).toMatch(/runtime-option: \["inheritEnv=PATH,HOME","root=\/tmp\/r"\]/);
   });
 
   it('berth runtimes lists the built-ins with their contract', async () => {

@@ -28,11 +28,6 @@ export function execCommand(program: Command, io: Io): void {
       .option('--secrets-file <file>', 'secrets as name=value lines')
       .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
       .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-      .option('--runtime-option <key=value>', 'an option for the runtime plugin (repeatable), e.g. namespace=ci for kubernetes', collect, [])
-      .option(
-        '--build-number <n>',
-        'the build number in container, network and volume names (env BERTH_BUILD_NUMBER; default 1): give concurrent runs on one engine different numbers',
-      )
       .option('--no-color', 'no colours, even on a terminal'),
   );
   addSettingOptions(cmd, 'exec');

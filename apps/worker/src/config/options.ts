@@ -15,6 +15,7 @@ const PLACEHOLDER: Record<ValueType, string> = {
   bool: '[bool]',
   duration: '<duration>',
   list: '<a,b,…>',
+  pairs: '<key=value>',
   logLevel: '<level>',
   logFormat: '<format>',
   bytes: '<size>',
@@ -49,7 +50,7 @@ export function addSettingOptions(cmd: Command, command: ConfigCommand): void {
       const option = new Option(`${spec.short ? `-${spec.short}, ` : ''}--${spec.flag} ${PLACEHOLDER[spec.type]}`, describe(name, command)).helpGroup(
         `${group}:`,
       );
-      if (spec.type === 'list') option.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
+      if (spec.type === 'list' || spec.type === 'pairs') option.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
       if (spec.hidden) option.hideHelp();
       cmd.addOption(option);
     }

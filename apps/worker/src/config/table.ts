@@ -62,6 +62,7 @@ export interface SettingSpec {
 
 const both = ['start', 'exec'] as const;
 const start = ['start'] as const;
+const execOnly = ['exec'] as const;
 const DNS_LABEL: readonly [RegExp, string] = [/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Kubernetes namespace name (lower-case letters, digits and -)'];
 
 /** The table. Keys are the settings' names in code. */
@@ -113,6 +114,17 @@ export const SETTINGS = {
     group: 'Builds',
     commands: both,
     exec: { env: ['BERTH_TIMEOUT', 'VELA_BUILD_TIMEOUT'] },
+  },
+  buildNumber: {
+    flag: 'build-number',
+    env: ['BERTH_BUILD_NUMBER'],
+    type: 'int',
+    default: '1',
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    help: 'the local build number in container, network and volume names (localOrg_localRepo_<n>); give concurrent runs on one engine different numbers',
+    group: 'Builds',
+    commands: execOnly,
   },
   storageFileSizeLimit: {
     flag: 'storage-file-size-limit',
@@ -452,11 +464,11 @@ export const SETTINGS = {
   runtimeOptions: {
     flag: 'runtime-option',
     env: ['BERTH_RUNTIME_OPTIONS'],
-    type: 'list',
+    type: 'pairs',
     pattern: [/^[^=\s]+=/, 'options look like key=value'],
-    help: 'an option for the runtime plugin (repeatable, or comma-separated), e.g. namespace=ci',
+    help: 'an option for the runtime plugin, key=value (repeatable; in BERTH_RUNTIME_OPTIONS comma-separated), e.g. namespace=ci or inheritEnv=PATH,HOME',
     group: 'Runtime',
-    commands: start,
+    commands: both,
   },
   pauseImage: {
     flag: 'kubernetes-pause-image',

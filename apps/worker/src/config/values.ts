@@ -19,6 +19,8 @@ export interface ValueTypes {
   bool: boolean;
   duration: number;
   list: string[];
+  /** `key=value` items; a comma splits items only before another `key=` (values keep their commas). */
+  pairs: string[];
   logLevel: LogLevel;
   logFormat: 'json' | 'text';
   bytes: number;
@@ -125,6 +127,10 @@ export const PARSERS: { [T in ValueType]: (raw: unknown) => Parsed<ValueTypes[T]
     const items = (Array.isArray(raw) ? raw.map(String) : [String(raw)]).flatMap((s) => s.split(','));
     return ok(items.map((s) => s.trim()).filter((s, i, all) => s !== '' || (i === 0 && all.length === 1)));
   },
+  pairs: (raw) => {
+    const items = (Array.isArray(raw) ? raw.map(String) : [String(raw)]).flatMap((s) => s.split(/,(?=\s*[^=,\s]+=)/));
+    return ok(items.map((s) => s.trim()).filter((s) => s !== ''));
+  },
   logLevel: (raw) => {
     const level = parseLogLevel(String(raw).trim());
     return level
@@ -152,3 +158,8 @@ export const PARSERS: { [T in ValueType]: (raw: unknown) => Parsed<ValueTypes[T]
     return ok({ host: (m[1] || '0.0.0.0').replace(/^\[|\]$/g, ''), port });
   },
 };
+
+/** `key=value` items (a `pairs` setting, already checked) as a record; a later key wins. */
+export function pairsOf(items: readonly string[]): Record<string, string> {
+  return Object.fromEntries(items.map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1)]));
+}

@@ -10,7 +10,7 @@ import { parseGoDuration } from '@berth/context';
 import { type ConfigIssue, type ConfigSources, type SettingValues, ConfigError, resolveSettings } from '../config/resolve.ts';
 import { defaultStateDir } from '../config/state-dir.ts';
 import { type SettingName, SETTINGS } from '../config/table.ts';
-import type { LogLevel } from '../config/values.ts';
+import { type LogLevel, pairsOf } from '../config/values.ts';
 
 export { ConfigError, SETTINGS, parseGoDuration };
 
@@ -217,7 +217,7 @@ export function readStartConfig(sources: StartSources = { env: process.env }): S
     pauseImage: resolved.sourceOf.pauseImage === 'default' ? undefined : v.pauseImage,
     containerLimits: { cpus: v.containerCpus, memoryBytes: v.containerMemory, pidsLimit: v.containerPids },
     runtimePlugin: v.runtimePlugin || undefined,
-    runtimeOptions: Object.fromEntries((v.runtimeOptions ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    runtimeOptions: pairsOf(v.runtimeOptions ?? []),
   };
   return { config, extras, values: v, sourceOf: resolved.sourceOf };
 }
