@@ -40,6 +40,8 @@ if (inWorkspace && entry.mode === 'source')
     },
   });
 
+(await import('./lazy-deps.js')).loadDockerExtrasLazily();
+
 const { main } = await import(pathToFileURL(entry.main).href);
 const code = await main(process.argv);
 process.exitCode = code;

@@ -135,6 +135,20 @@ describe('berth start-up, per command', () => {
       /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|fastify|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
     );
     expect(daemon).toEqual([]);
+    // bin/lazy-deps.js: dockerode's BuildKit session (gRPC, protobuf) and docker-modem's SSH transport wait for first use.
+    expect(modules.filter((m) => /@grpc|protobufjs|\/ssh2@/.test(m))).toEqual([]);
+  }, 60_000);
+
+  it('the Docker client parts loaded on first use still work when used (bin/lazy-deps.js)', async () => {
+    const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, 'fixtures/lazy-deps-check.mjs')], {
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
+    expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
+    expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
+    // The real modules ran: their connection attempts failed as they should, not the stand-ins.
+    expect(result.sshError).toMatch(/ECONNREFUSED/);
+    expect(result.sessionError).toMatch(/ENOENT/);
   }, 60_000);
 
   it('start on docker does not load the Kubernetes runtime or its client', async () => {
