@@ -8,7 +8,9 @@
 #   5. the dependency-boundary check                 (tools/deps)
 #   6. formatting (prettier) and unused code (knip)
 #   7. typecheck and lint of every package            (turbo)
-#   8. every package's tests, each writing a JSON report; the totals end the output:
+#   8. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
+#      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
+#   9. every package's tests, each writing a JSON report; the totals end the output:
 #      `tests: N passed, N failed[, N skipped]`
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
@@ -43,6 +45,9 @@ pnpm exec knip --no-progress --no-config-hints || failed_steps+=("unused code (k
 
 step "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_steps+=("typecheck/lint")
+
+step "build (compiled JavaScript for the berth command)"
+pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
 
 step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"

@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// The `berth` command. Runs the worker from its TypeScript source on Node 24. In the repository,
-// workspace packages resolve from their sources too, through the "@berth/source" export
-// condition added here by a resolve hook; installed (the worker image), they run from dist/.
+// The `berth` command. Runs the compiled worker (dist/, made by `pnpm build`) when it is there
+// and fresh, else the TypeScript sources on Node 24 (bin/entry.js decides; `berth --build-info`
+// says which and why). From source in the repository, workspace packages resolve from their
+// sources too, through the "@berth/source" export condition added here by a resolve hook;
+// compiled, or installed (the worker image), they run from their dist/.
 import { existsSync, readFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const [major] = process.versions.node.split('.').map(Number);
 if (major < 24) {
@@ -24,14 +27,22 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
 }
 
 const inWorkspace = existsSync(new URL('../../../pnpm-workspace.yaml', import.meta.url));
-if (inWorkspace)
+const { chooseEntry } = await import('./entry.js');
+const entry = chooseEntry({ appDir: fileURLToPath(new URL('..', import.meta.url)), inWorkspace, env: process.env });
+if (args.length === 1 && args[0] === '--build-info') {
+  process.stdout.write(`${entry.mode}: ${entry.reason}\n`);
+  process.exit(0);
+}
+if (inWorkspace && entry.mode === 'source')
   registerHooks({
     resolve(specifier, context, nextResolve) {
       return nextResolve(specifier, { ...context, conditions: [...context.conditions, '@berth/source'] });
     },
   });
 
-const { main } = await import('../src/main.ts');
+(await import('./lazy-deps.js')).loadDockerExtrasLazily();
+
+const { main } = await import(pathToFileURL(entry.main).href);
 const code = await main(process.argv);
 process.exitCode = code;
 // Everything a command opened is closed by now; should a handle still hold the process, do not hang.

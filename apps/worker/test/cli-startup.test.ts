@@ -5,14 +5,17 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const APP = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(APP, '../..');
 const BIN = path.join(APP, 'bin/berth.js');
 const TRACE = path.join(import.meta.dirname, 'fixtures/trace-loads.mjs');
 let dir: string;
+let traces = 0;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'berth-cli-startup-'));
@@ -22,7 +25,7 @@ afterAll(async () => {
 });
 
 async function loads(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; modules: string[] }> {
-  const file = path.join(dir, `${args.join('_').replace(/\W/g, '_')}.txt`);
+  const file = path.join(dir, `${++traces}-${args.join('_').replace(/\W/g, '_')}.txt`);
   const { stdout } = await run(process.execPath, ['--import', TRACE, BIN, ...args], {
     cwd: path.resolve(APP, '../..'),
     env: { ...process.env, ...env, BERTH_TRACE_LOADS: file, NODE_OPTIONS: '' },
@@ -89,6 +92,34 @@ async function startLoads(runtime: string, extraEnv: Record<string, string> = {}
   return (await readFile(file, 'utf8')).split('\n').filter(Boolean);
 }
 
+/** `berth --build-info`: `compiled: …` or `source: <why>`. */
+async function buildInfo(env: Record<string, string> = {}): Promise<string> {
+  return (await run(process.execPath, [BIN, '--build-info'], { env: { ...process.env, ...env } })).stdout.trim();
+}
+
+describe('berth runs compiled JavaScript when fresh, else its sources', () => {
+  it('from source (BERTH_FROM_SOURCE=1, as without a build), runs the TypeScript sources of the app and the packages', async () => {
+    expect(await buildInfo({ BERTH_FROM_SOURCE: '1' })).toBe('source: BERTH_FROM_SOURCE is set');
+    const { stdout, modules } = await loads(['validate', 'examples/hello.yml'], { BERTH_FROM_SOURCE: '1' });
+    expect(stdout).toContain('is valid');
+    expect(modules).toContain(pathToFileURL(path.join(APP, 'src/main.ts')).href);
+    expect(modules.some((m) => m.includes('/packages/pipeline/src/'))).toBe(true);
+  });
+
+  it('compiled (after `pnpm build`), loads no TypeScript: neither the app nor a package is type-stripped', async () => {
+    if (!(await buildInfo()).startsWith('compiled')) {
+      // The sources changed since the last build, or there is none: build what berth runs
+      // (turbo: cached when nothing changed). The test command builds before testing anyway.
+      await run(path.join(ROOT, 'node_modules/.bin/turbo'), ['run', 'build', '--filter=@berth/worker...', '--output-logs=errors-only'], { cwd: ROOT });
+    }
+    expect(await buildInfo()).toMatch(/^compiled: built /);
+    const { stdout, modules } = await loads(['validate', 'examples/hello.yml']);
+    expect(stdout).toContain('is valid');
+    expect(modules).toContain(pathToFileURL(path.join(APP, 'dist/main.js')).href);
+    expect(modules.filter((m) => m.endsWith('.ts'))).toEqual([]);
+  }, 300_000);
+});
+
 describe('berth start-up, per command', () => {
   it('exec loads none of the daemon: no HTTP server, queue client, metrics, or Kubernetes client', async () => {
     await writeFile(
@@ -104,6 +135,20 @@ describe('berth start-up, per command', () => {
       /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|fastify|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
     );
     expect(daemon).toEqual([]);
+    // bin/lazy-deps.js: dockerode's BuildKit session (gRPC, protobuf) and docker-modem's SSH transport wait for first use.
+    expect(modules.filter((m) => /@grpc|protobufjs|\/ssh2@/.test(m))).toEqual([]);
+  }, 60_000);
+
+  it('the Docker client parts loaded on first use still work when used (bin/lazy-deps.js)', async () => {
+    const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, 'fixtures/lazy-deps-check.mjs')], {
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
+    expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
+    expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
+    // The real modules ran: their connection attempts failed as they should, not the stand-ins.
+    expect(result.sshError).toMatch(/ECONNREFUSED/);
+    expect(result.sessionError).toMatch(/ENOENT/);
   }, 60_000);
 
   it('start on docker does not load the Kubernetes runtime or its client', async () => {
