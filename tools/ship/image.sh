@@ -46,7 +46,7 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
 fi
 
 say "building the packages and a production deploy of @berth/worker"
-pnpm exec turbo run build --filter='@berth/worker^...' --output-logs=errors-only >/dev/null
+pnpm exec turbo run build --filter='@berth/worker...' --output-logs=errors-only >/dev/null
 pnpm --filter @berth/worker deploy --prod --legacy "$tmp/context" >/dev/null
 say "docker build $WORKER_IMAGE"
 docker build -q --build-arg "BASE=$BASE_IMAGE" -f apps/worker/deploy/docker/Dockerfile -t "$WORKER_IMAGE" "$tmp/context" >/dev/null

@@ -50,21 +50,29 @@ export async function startDockerProxy(engineSocket = defaultEngineSocket()): Pr
       for (const resolve of waiters) resolve(call);
       waiters = [];
     }
-    const upstream = request({ socketPath: engineSocket, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      call.answered = performance.now();
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      // Headers go out now, as the engine sent them: a client may wait for them (a `wait` call
-      // is subscribed before `start`) while the body is still to come.
-      res.flushHeaders();
-      answer.pipe(res);
+    // The request body (small JSON on these paths) is read whole and sent with the request, one
+    // connection per call: streaming it into a kept-alive socket the engine closed meanwhile, or
+    // after the engine answered, failed with EPIPE under load.
+    const body: Buffer[] = [];
+    req.on('data', (b: Buffer) => body.push(b));
+    req.on('end', () => {
+      const upstream = request({ socketPath: engineSocket, agent: false, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        call.answered = performance.now();
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        // Headers go out now, as the engine sent them: a client may wait for them (a `wait` call
+        // is subscribed before `start`) while the body is still to come.
+        res.flushHeaders();
+        answer.pipe(res);
+      });
+      upstream.on('error', (error) => {
+        if (call.answered !== undefined) return; // answered already: the engine closed its side
+        call.answered = performance.now();
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`bench docker proxy: ${error.message}`);
+      });
+      res.on('close', () => upstream.destroy());
+      upstream.end(Buffer.concat(body));
     });
-    upstream.on('error', (error) => {
-      call.answered ??= performance.now();
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-      res.end(`bench docker proxy: ${error.message}`);
-    });
-    req.pipe(upstream);
-    res.on('close', () => upstream.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
