@@ -5,10 +5,12 @@
 import { hostname } from 'node:os';
 import { background, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel } from '@berth/context';
 import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
-import { isRuntimeError, type Runtime, type RuntimeEvent } from '@berth/runtime';
+import type { Runtime, RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, untilDone } from './build/contexts.ts';
 import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
 import { credentialsOf, maskSecrets, prepareEnvironment, type WorkerVariables } from './build/environment.ts';
+import { checkStages, describeRuntimeError, knownNames } from './build/checks.ts';
+import { ContainerRun, copyBuild } from './build/container-run.ts';
 import { LogStreams } from './build/log-streams.ts';
 import {
   finalBuildOutcome,
@@ -24,10 +26,9 @@ import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { RuntimeEventRouter } from './events.ts';
 import type { BatchOptions } from './log/batcher.ts';
 import type { LogLimits } from './log/cap.ts';
-import type { LogWriter } from './log/log-writer.ts';
 import { BuildOutputs } from './outputs/build-outputs.ts';
 import { missingImageNames, OUTPUTS_DIR } from './outputs/outputs.ts';
-import { type BuildReport, nullReporter, type Reporter, type StepReport, type Target, type TargetKind } from './reporter.ts';
+import { type BuildReport, nullReporter, type Reporter, type StepReport } from './reporter.ts';
 import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
 
@@ -101,64 +102,6 @@ export type { StreamRequest } from './build/log-streams.ts';
 
 const INIT_NAME = 'init';
 const INIT_IMAGE = '#init';
-
-/** What the executor knows about one container of the build (or the init step). */
-class ContainerRun {
-  readonly kind: TargetKind;
-  readonly container: Container;
-  readonly stage: string | undefined;
-  status: Status = 'pending';
-  exitCode = 0;
-  started: number | undefined;
-  finished: number | undefined;
-  error: string | undefined;
-  /** setupContainer resolved. */
-  created = false;
-  /** runContainer resolved: a container exists that must be removed. */
-  ran = false;
-  /** waitContainer resolved: the container has ended. */
-  exited = false;
-  /** A stream request was sent; `streamDone` settles when its stream ended. */
-  streaming = false;
-  readonly streamDone = deferred();
-  writer: LogWriter | undefined;
-  /** Lines for the head of this container's log (secrets withheld from it, and why). */
-  readonly notes: string[] = [];
-  /** With outputs: the step as compiled, before its environment was prepared (it is prepared again with the outputs). */
-  template: Container | undefined;
-  /** With outputs: its image needs an output, so it is set up only when it starts. */
-  deferred = false;
-
-  constructor(kind: TargetKind, container: Container, stage?: string) {
-    this.kind = kind;
-    this.container = container;
-    this.stage = stage;
-  }
-
-  get target(): Target {
-    const c = this.container;
-    return { kind: this.kind, name: c.name, number: c.number, id: c.id, image: c.image, ...(this.stage === undefined ? {} : { stage: this.stage }) };
-  }
-
-  report(): StepReport {
-    return {
-      ...this.target,
-      status: this.status,
-      exitCode: this.exitCode,
-      ...(this.started === undefined ? {} : { started: this.started }),
-      ...(this.finished === undefined ? {} : { finished: this.finished }),
-      ...(this.error === undefined ? {} : { error: this.error }),
-      detached: this.kind === 'service' || this.container.detach,
-      continueOnFailure: this.container.ruleset.continue,
-    };
-  }
-}
-
-/** A copy of the build the executor may change (environment, exit codes), without stage promises. */
-function copyBuild(build: Build): Build {
-  const stages = build.stages.map(({ done: _done, ...stage }) => stage);
-  return structuredClone({ ...build, stages });
-}
 
 /**
  * Runs one build. Mirrors go-vela/worker's executor: call createBuild, planBuild, assembleBuild
@@ -1007,51 +950,4 @@ function maskedLogger(logger: ExecutorLogger, mask: (text: string) => string): E
     if (logger[level] !== undefined) out[level] = (message) => logger[level]?.(mask(message));
   }
   return out;
-}
-
-/** A runtime failure in words: the RuntimeError's message names runtime, operation and subject. */
-function describeRuntimeError(error: unknown): string {
-  if (isRuntimeError(error)) {
-    switch (error.code) {
-      case 'ImageNotFound':
-        return `${error.message} (pull the image first, or allow pulling it with another pull policy)`;
-      case 'ImagePullFailed':
-        return `${error.message} (check the image name and the registry's credentials and reachability)`;
-      case 'Unavailable':
-        return `${error.message} (is the ${error.runtime} engine running and reachable?)`;
-      default:
-        return error.message;
-    }
-  }
-  return messageOf(error);
-}
-
-/** Prefixes of the variables the worker lays on containers (Vela's `VELA_*`, `BUILD_*`, `REPOSITORY_*`). */
-const WORKER_PREFIXES = ['VELA_', 'BUILD_', 'REPOSITORY_'];
-
-/**
- * Whether a step's environment will have `name` before its image is substituted: its compiled
- * environment, its secrets' targets and the worker's variables (every name with a
- * {@link WORKER_PREFIXES} prefix, so `${VELA_BUILD_NUMBER}` never counts as an output).
- */
-function knownNames(step: Container, name: string): boolean {
-  return Object.hasOwn(step.environment, name) || WORKER_PREFIXES.some((prefix) => name.startsWith(prefix)) || step.secrets.some((ref) => ref.target === name);
-}
-
-/** Throws when stages `need` each other in a cycle (they would wait forever). */
-function checkStages(stages: readonly Stage[]): void {
-  const byName = new Map(stages.map((s) => [s.name, s]));
-  const state = new Map<string, 'visiting' | 'done'>();
-  const visit = (name: string, path: string[]): void => {
-    const mark = state.get(name);
-    if (mark === 'done') return;
-    if (mark === 'visiting') {
-      const cycle = [...path.slice(path.indexOf(name)), name];
-      throw new ExecutorError('create', '', `stages need each other in a cycle (${cycle.join(' → ')}): none of them could start`);
-    }
-    state.set(name, 'visiting');
-    for (const need of byName.get(name)?.needs ?? []) if (byName.has(need) && need !== name) visit(need, [...path, name]);
-    state.set(name, 'done');
-  };
-  for (const stage of stages) visit(stage.name, []);
 }

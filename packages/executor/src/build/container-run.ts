@@ -1,0 +1,64 @@
+/** What the executor knows about one container of its build, and the build copy it works on. */
+import type { Build, Container } from '@berth/pipeline';
+import type { LogWriter } from '../log/log-writer.ts';
+import type { StepReport, Target, TargetKind } from '../reporter.ts';
+import type { Status } from '../status.ts';
+import { deferred } from './contexts.ts';
+
+/** What the executor knows about one container of the build (or the init step). */
+export class ContainerRun {
+  readonly kind: TargetKind;
+  readonly container: Container;
+  readonly stage: string | undefined;
+  status: Status = 'pending';
+  exitCode = 0;
+  started: number | undefined;
+  finished: number | undefined;
+  error: string | undefined;
+  /** setupContainer resolved. */
+  created = false;
+  /** runContainer resolved: a container exists that must be removed. */
+  ran = false;
+  /** waitContainer resolved: the container has ended. */
+  exited = false;
+  /** A stream request was sent; `streamDone` settles when its stream ended. */
+  streaming = false;
+  readonly streamDone = deferred();
+  writer: LogWriter | undefined;
+  /** Lines for the head of this container's log (secrets withheld from it, and why). */
+  readonly notes: string[] = [];
+  /** With outputs: the step as compiled, before its environment was prepared (it is prepared again with the outputs). */
+  template: Container | undefined;
+  /** With outputs: its image needs an output, so it is set up only when it starts. */
+  deferred = false;
+
+  constructor(kind: TargetKind, container: Container, stage?: string) {
+    this.kind = kind;
+    this.container = container;
+    this.stage = stage;
+  }
+
+  get target(): Target {
+    const c = this.container;
+    return { kind: this.kind, name: c.name, number: c.number, id: c.id, image: c.image, ...(this.stage === undefined ? {} : { stage: this.stage }) };
+  }
+
+  report(): StepReport {
+    return {
+      ...this.target,
+      status: this.status,
+      exitCode: this.exitCode,
+      ...(this.started === undefined ? {} : { started: this.started }),
+      ...(this.finished === undefined ? {} : { finished: this.finished }),
+      ...(this.error === undefined ? {} : { error: this.error }),
+      detached: this.kind === 'service' || this.container.detach,
+      continueOnFailure: this.container.ruleset.continue,
+    };
+  }
+}
+
+/** A copy of the build the executor may change (environment, exit codes), without stage promises. */
+export function copyBuild(build: Build): Build {
+  const stages = build.stages.map(({ done: _done, ...stage }) => stage);
+  return structuredClone({ ...build, stages });
+}
