@@ -4,7 +4,6 @@ import type { Build, Container } from '@berth/pipeline';
 import {
   type ContainerExit,
   type ContainerStatus,
-  isPrivilegedImage,
   isRuntimeError,
   LABELS,
   labelValue,
@@ -33,21 +32,11 @@ import {
   type Where,
 } from './errors.ts';
 import { readArchivedFile } from './archive.ts';
+import { type ContainerLimits, containerCreateBody, engineName, outputsVolumeName } from './container-spec.ts';
+import { lastFrameTimestamp, readExit } from './engine-answers.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import { pullImage } from './pull.ts';
-import { type AllowedVolume, type BindMount, resolveBindMounts } from './volumes.ts';
-
-/** Resource limits and hardening applied to every container, from the plugin's options. */
-export interface ContainerLimits {
-  /** CPUs per container (`HostConfig.NanoCpus`), e.g. `1.5`. */
-  cpus?: number;
-  /** Memory per container in bytes (`HostConfig.Memory`). */
-  memoryBytes?: number;
-  /** Capabilities dropped from every container (`HostConfig.CapDrop`), e.g. `['NET_RAW']`. */
-  dropCapabilities?: string[];
-  /** Maximum number of processes per container (`HostConfig.PidsLimit`). */
-  pidsLimit?: number;
-}
+import type { AllowedVolume } from './volumes.ts';
 
 /** docker-modem's request function (untyped in @types/dockerode). */
 interface Dialer {
@@ -75,34 +64,12 @@ interface ContainerRecord {
   waitController: AbortController | undefined;
 }
 
-const KNOWN_ULIMITS = new Set([
-  'core',
-  'cpu',
-  'data',
-  'fsize',
-  'locks',
-  'memlock',
-  'msgqueue',
-  'nice',
-  'nofile',
-  'nproc',
-  'rss',
-  'rtprio',
-  'rttime',
-  'sigpending',
-  'stack',
-]);
+export { type ContainerLimits, engineName } from './container-spec.ts';
 
 /** The workspace mount point when the worker configures none (Vela's `/vela`). */
 export const DEFAULT_WORKSPACE_PATH = '/vela';
 /** SIGTERM to SIGKILL, when neither the worker nor the plugin options say otherwise. */
 export const DEFAULT_STOP_GRACE_MS = 10_000;
-
-/** A name the engine accepts for a container, network or volume: `[a-zA-Z0-9][a-zA-Z0-9_.-]*`. Valid ids are kept as they are. */
-export function engineName(id: string): string {
-  const clean = id.replace(/[^a-zA-Z0-9_.-]/g, '-');
-  return /^[a-zA-Z0-9]/.test(clean) ? clean : `x${clean}`;
-}
 
 /**
  * The Runtime contract on the Docker engine, as Vela's Docker runtime does it: one bridge network
@@ -840,74 +807,22 @@ export class DockerRuntime implements Runtime {
   }
 
   #createBody(container: Container, build: Build, image: ResolvedImage, where: Where): Record<string, unknown> {
-    const { mounts, refused } = resolveBindMounts(container.volumes, this.#allowlist);
-    if (refused.length > 0) {
-      const list = refused.map((v) => `${v.source}:${v.destination}${v.access_mode ? `:${v.access_mode}` : ''}`).join(', ');
-      throw runtimeError(
-        'InvalidConfig',
-        `volume ${list} is not allowed on this worker: only host paths in the operator's volume allowlist (VELA_RUNTIME_VOLUMES) may be mounted`,
-        where,
-      );
-    }
-    for (const ulimit of container.ulimits) {
-      if (!KNOWN_ULIMITS.has(ulimit.name)) {
-        throw runtimeError('InvalidConfig', `ulimit ${JSON.stringify(ulimit.name)} is unknown; use one of ${[...KNOWN_ULIMITS].join(', ')}`, where);
-      }
-      if (ulimit.hard !== 0 && ulimit.soft > ulimit.hard) {
-        throw runtimeError('InvalidConfig', `ulimit ${ulimit.name}: soft limit ${ulimit.soft} is above hard limit ${ulimit.hard}`, where);
-      }
-    }
-    // Privileged only when the step asks and the operator allows the image (Vela grants it to every allowlisted image).
-    const allowed = isPrivilegedImage(container.image, this.#config.privilegedImages);
-    const privileged = container.privileged && allowed;
-    if (container.privileged && !allowed) {
-      this.#emit({
-        type: 'notice',
-        buildId: build.id,
-        containerId: container.id,
-        reason: 'NotPrivileged',
-        message: `image ${image.reference} is not in the worker's privileged images, so the container runs unprivileged`,
-      });
-    }
-    // The workspace: the operator's host directory (berth exec runs on the current directory),
-    // else the build's volume.
-    const workspace: Record<string, unknown>[] = this.#config.workspaceHostPath
-      ? [{ Type: 'bind', Source: this.#config.workspaceHostPath, Target: this.#workspacePath }]
-      : this.#volumes.has(build.id)
-        ? [{ Type: 'volume', Source: engineName(build.id), Target: this.#workspacePath }]
-        : [];
-    const outputs: Record<string, unknown>[] = this.#outputs.has(build.id)
-      ? [{ Type: 'volume', Source: outputsVolumeName(build.id), Target: OUTPUTS_PATH }]
-      : [];
-    const hostConfig: Record<string, unknown> = {
-      LogConfig: { Type: 'json-file', Config: {} },
-      Privileged: privileged,
-      Mounts: [...workspace, ...outputs, ...(mounts satisfies BindMount[])],
-      Ulimits: container.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard || u.soft })),
-      ...(this.#limits.dropCapabilities?.length ? { CapDrop: this.#limits.dropCapabilities } : {}),
-      ...(this.#limits.memoryBytes ? { Memory: this.#limits.memoryBytes } : {}),
-      ...(this.#limits.cpus ? { NanoCpus: Math.round(this.#limits.cpus * 1e9) } : {}),
-      ...(this.#limits.pidsLimit ? { PidsLimit: this.#limits.pidsLimit } : {}),
-    };
-    const network = engineName(build.id);
-    const joins = this.#networks.has(build.id);
-    if (joins) hostConfig.NetworkMode = network;
-    return {
-      Image: image.reference,
-      Env: Object.entries(container.environment).map(([key, value]) => `${key}=${value}`),
-      ...(container.entrypoint.length > 0 ? { Entrypoint: container.entrypoint } : {}),
-      ...(container.commands.length > 0 ? { Cmd: container.commands } : {}),
-      ...(container.directory ? { WorkingDir: container.directory } : {}),
-      ...(container.user ? { User: container.user } : {}),
-      Labels: resourceLabels(this.#config.workerId, build.id, container.id),
-      AttachStdin: false,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      OpenStdin: false,
-      HostConfig: hostConfig,
-      ...(joins ? { NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [container.name || container.id] } } } } : {}),
-    };
+    return containerCreateBody({
+      container,
+      build,
+      image,
+      where,
+      workerId: this.#config.workerId,
+      allowlist: this.#allowlist,
+      privilegedImages: this.#config.privilegedImages ?? [],
+      workspaceHostPath: this.#config.workspaceHostPath,
+      workspacePath: this.#workspacePath,
+      hasVolume: this.#volumes.has(build.id),
+      hasOutputs: this.#outputs.has(build.id),
+      joinsNetwork: this.#networks.has(build.id),
+      limits: this.#limits,
+      notice: (reason, message) => this.#emit({ type: 'notice', buildId: build.id, containerId: container.id, reason, message }),
+    });
   }
 
   async #create(ctx: Context, where: Where, record: ContainerRecord): Promise<void> {
@@ -937,62 +852,6 @@ export class DockerRuntime implements Runtime {
     record.created = true;
     record.body = undefined;
   }
-}
-
-/** The engine's name of a build's outputs volume. */
-function outputsVolumeName(buildId: string): string {
-  return `${engineName(buildId)}_outputs`;
-}
-
-/** The timestamp of the last frame of a multiplexed, timestamped log answer, if any. */
-function lastFrameTimestamp(data: Buffer): string | undefined {
-  let offset = 0;
-  let last: string | undefined;
-  while (offset + 8 <= data.length) {
-    const length = data.readUInt32BE(offset + 4);
-    const payload = data.subarray(offset + 8, Math.min(data.length, offset + 8 + length));
-    const space = payload.indexOf(0x20);
-    if (space > 0) last = payload.subarray(0, space).toString('latin1');
-    offset += 8 + length;
-  }
-  return last;
-}
-
-/** Reads the wait endpoint's JSON answer; a connection that ends without one is an engine loss. */
-function readExit(stream: Readable, signal: AbortSignal): Promise<{ StatusCode: number; Error?: { Message?: string } | null }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let settled = false;
-    const settle = (fn: () => void): void => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener('abort', onAbort);
-      fn();
-    };
-    const onAbort = (): void => {
-      stream.destroy();
-      settle(() => reject(signal.reason instanceof Error ? signal.reason : new Error('wait aborted')));
-    };
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.once('error', (error) => settle(() => reject(error)));
-    stream.once('end', () =>
-      settle(() => {
-        const text = Buffer.concat(chunks).toString('utf8').trim();
-        try {
-          const parsed = JSON.parse(text) as { StatusCode?: number; Error?: { Message?: string } | null };
-          if (typeof parsed.StatusCode !== 'number') throw new Error('no StatusCode');
-          resolve({ StatusCode: parsed.StatusCode, Error: parsed.Error ?? null });
-        } catch {
-          reject(Object.assign(new Error(`the engine ended the wait without an exit code (${JSON.stringify(text.slice(0, 200))})`), { code: 'ECONNRESET' }));
-        }
-      }),
-    );
-    stream.once('close', () => {
-      if (!stream.readableEnded) settle(() => reject(Object.assign(new Error('the engine closed the connection during the wait'), { code: 'ECONNRESET' })));
-    });
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 function formatBytes(size: number | undefined): string {
