@@ -4,11 +4,11 @@
 // (EventAggregator, "(combined from similar events)") and deduplication (eventLogger, count).
 
 import { type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EventRecorder } from '../src/agent/event-recorder.ts';
 import { Store } from '../src/store.ts';
 import { type CoreEvent, type Pod } from '../src/types.ts';
-import { busybox, dockerObjects, startTestSim, waitFor, type TestSim } from './helpers.ts';
+import { busybox, startTestSim, waitFor, type TestSim, useTestSim } from './helpers.ts';
 
 function fixture(): { store: Store; recorder: EventRecorder; pod: Pod; advance: (ms: number) => void; events: () => CoreEvent[] } {
   let now = Date.parse('2026-12-03T08:00:00Z');
@@ -66,13 +66,7 @@ describe('event aggregation and deduplication (events_cache.go EventAggregator.E
 
 describe('event spam filter on a running pod', () => {
   let t: TestSim;
-  beforeAll(async () => {
-    t = await startTestSim();
-  });
-  afterAll(async () => {
-    await t.sim.close();
-    expect(dockerObjects(t.sim.instanceId)).toEqual([]);
-  });
+  useTestSim((sim) => (t = sim));
 
   const tenSteps = (name: string): V1Pod => ({
     metadata: { name },

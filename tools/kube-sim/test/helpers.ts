@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, expect } from 'vitest';
 // Shared helpers of kube-sim's tests.
 
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -79,3 +80,20 @@ export function dockerObjects(instanceId: string, podUid?: string): string[] {
 export const kubectlPath = '/usr/bin/kubectl';
 /** True when kubectl can be run. */
 export const hasKubectl = existsSync(kubectlPath);
+
+/**
+ * One kube-sim for the enclosing describe (or file): started before all its tests and handed to
+ * `use`; closed after them, checking that it left no Docker object behind.
+ */
+export function useTestSim(use: (sim: TestSim) => void, options: KubeSimOptions = {}): void {
+  let t: TestSim | undefined;
+  beforeAll(async () => {
+    t = await startTestSim(options);
+    use(t);
+  });
+  afterAll(async () => {
+    if (t === undefined) return;
+    await t.sim.close();
+    expect(dockerObjects(t.sim.instanceId)).toEqual([]);
+  });
+}

@@ -1,16 +1,10 @@
 import { ListWatch, Watch, type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerObjects, pod, startTestSim, waitFor, type TestSim } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { pod, waitFor, type TestSim, useTestSim } from './helpers.ts';
 
 describe('client-node informer against kube-sim', () => {
   let t: TestSim;
-  beforeAll(async () => {
-    t = await startTestSim();
-  });
-  afterAll(async () => {
-    await t.sim.close();
-    expect(dockerObjects(t.sim.instanceId)).toEqual([]);
-  });
+  useTestSim((sim) => (t = sim));
 
   it('a ListWatch informer sees add, update (running, then terminated with exit code) and delete', async () => {
     const selector = 'suite=informer';

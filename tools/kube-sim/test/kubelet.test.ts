@@ -5,20 +5,14 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Event, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { busybox, dockerObjects, pause, startTestSim, waitFor, type TestSim } from './helpers.ts';
+import { busybox, pause, startTestSim, waitFor, type TestSim, useTestSim } from './helpers.ts';
 import { openWatch, type WatchStream } from './http.ts';
 
 const ns = 'default';
 const smp = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
 let t: TestSim;
-beforeAll(async () => {
-  t = await startTestSim();
-});
-afterAll(async () => {
-  await t.sim.close();
-  expect(dockerObjects(t.sim.instanceId)).toEqual([]);
-});
+useTestSim((sim) => (t = sim));
 
 /** Opens a watch on one pod (from now on) and returns it with accessors for its statuses. */
 function watchPod(sim: TestSim, name: string): WatchStream & { pods: () => V1Pod[]; statuses: (container: string) => V1ContainerStatus[] } {

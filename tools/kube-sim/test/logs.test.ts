@@ -3,18 +3,12 @@
 // previous, stdout+stderr in one stream, errors.
 
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { busybox, dockerObjects, pause, startTestSim, waitFor, type TestSim } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { busybox, pause, waitFor, type TestSim, useTestSim } from './helpers.ts';
 import { call, openText } from './http.ts';
 
 let t: TestSim;
-beforeAll(async () => {
-  t = await startTestSim();
-});
-afterAll(async () => {
-  await t.sim.close();
-  expect(dockerObjects(t.sim.instanceId)).toEqual([]);
-});
+useTestSim((sim) => (t = sim));
 
 const ns = 'default';
 const stamped = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (.*)$/;
