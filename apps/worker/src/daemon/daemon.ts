@@ -113,7 +113,7 @@ export class Daemon implements WorkerApiHost {
       ...(options.retry ? { retry: options.retry } : {}),
       userAgent: `berth-worker/${options.version} (vela-sdk-go compatible)`,
       logger: { warn: (obj, msg) => this.log.warn(obj, msg) },
-      fetch: this.metrics.countingFetch(),
+      transport: this.metrics.countingTransport(),
     });
     this.#state = new RunningBuildsFile(options.stateDir, this.config.worker.hostname);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the core's getters read the daemon's private state

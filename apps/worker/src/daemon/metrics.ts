@@ -3,6 +3,7 @@
  * daemons in one process (tests) never share counters.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { httpTransport, type Transport } from '../vela/transport.ts';
 
 /** Durations of builds and steps, in seconds: from a second to two hours. */
 const DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
@@ -123,14 +124,14 @@ export class DaemonMetrics {
   }
 
   /**
-   * A `fetch` that counts every call by method and answered status (0 when there was no answer),
-   * for the Vela client's `fetch` option.
+   * A transport that counts every call by method and answered status (0 when there was no
+   * answer), for the Vela client's `transport` option.
    */
-  countingFetch(inner: typeof fetch = fetch): typeof fetch {
-    return async (input, init) => {
-      const method = (init?.method ?? 'GET').toUpperCase();
+  countingTransport(inner: Transport = httpTransport): Transport {
+    return async (url, request) => {
+      const method = request.method.toUpperCase();
       try {
-        const res = await inner(input, init);
+        const res = await inner(url, request);
         this.apiCalls.inc({ method, status: String(res.status) });
         return res;
       } catch (e) {

@@ -69,7 +69,7 @@ describe('VelaClient', () => {
       calls += 1;
       return Promise.resolve(new Response(calls === 1 ? '<html>ok</html>' : '{"id":1}', { status: 200 }));
     };
-    const client = new VelaClient({ address: 'http://vela.invalid', token: 't', retry: fast, fetch: fakeFetch });
+    const client = new VelaClient({ address: 'http://vela.invalid', token: 't', retry: fast, transport: fakeFetch });
     expect(await client.request(background(), 'GET', '/x')).toEqual({ id: 1 });
     expect(calls).toBe(2);
   });

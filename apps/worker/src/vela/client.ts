@@ -3,6 +3,7 @@
  * with capped, jittered backoff on 5xx, network errors and timeouts.
  */
 import { type Context, errOf, sleep, withTimeout } from '@berth/context';
+import { httpTransport, type Transport, type TransportResponse } from './transport.ts';
 import type { VelaBuild, VelaExecutable, VelaLog, VelaQueueInfo, VelaSecret, VelaService, VelaStep, VelaToken, VelaWorker } from './models.ts';
 
 /** What failed in a call. */
@@ -100,8 +101,8 @@ export interface VelaClientOptions {
   /** `User-Agent` (default `berth-worker (vela-sdk-go compatible)`). */
   userAgent?: string;
   logger?: ClientLogger;
-  /** Injected fetch (tests). Default: the global fetch (undici). */
-  fetch?: typeof fetch;
+  /** How requests are sent (tests inject one; `fetch` fits). Default: {@link httpTransport}. */
+  transport?: Transport;
 }
 
 /** Per-call options. */
@@ -132,13 +133,13 @@ export class VelaClient {
   readonly address: string;
   readonly #token: string;
   readonly #options: VelaClientOptions;
-  readonly #fetch: typeof fetch;
+  readonly #transport: Transport;
 
   constructor(options: VelaClientOptions) {
     this.address = options.address.replace(/\/+$/, '');
     this.#token = options.token;
     this.#options = options;
-    this.#fetch = options.fetch ?? fetch;
+    this.#transport = options.transport ?? httpTransport;
   }
 
   /** The bearer token this client sends. */
@@ -376,9 +377,9 @@ export class VelaClient {
   async #attempt<T>(ctx: Context, method: string, path: string, body: unknown, attempt: number, headers: Record<string, string> = {}): Promise<T> {
     const [callCtx, cancel] = withTimeout(ctx, this.#options.timeoutMs ?? 15_000);
     try {
-      let res: Response;
+      let res: TransportResponse;
       try {
-        res = await this.#fetch(this.address + path, {
+        res = await this.#transport(this.address + path, {
           method,
           headers: {
             authorization: `Bearer ${this.#token}`,
