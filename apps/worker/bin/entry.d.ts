@@ -1,12 +1,12 @@
 /** Which code `berth` runs, and why (for `berth --build-info`). */
 export interface Entry {
   mode: 'compiled' | 'source';
-  /** The module to import: dist/main.js or src/main.ts. */
+  /** The module to import: dist/bundle/main.js or src/main.ts. */
   main: string;
   reason: string;
 }
 
-/** Chooses compiled (dist/, fresh) or source; see entry.js. */
+/** Chooses compiled (dist/bundle/, fresh) or source; see entry.js. */
 export function chooseEntry(options: { appDir: string; inWorkspace: boolean; env: Record<string, string | undefined> }): Entry;
 
 /** The app's folder and those of the workspace packages it depends on, directly or not. */

@@ -1,5 +1,5 @@
-// Which code the `berth` command runs: the compiled JavaScript in dist/ when it is there and not
-// older than the sources it was built from, else the TypeScript sources (Node 24 strips their
+// Which code the `berth` command runs: the compiled and bundled JavaScript in dist/bundle/ when it
+// is there and not older than the sources it was built from, else the TypeScript sources (Node 24 strips their
 // types on the fly: no build step for contributors, at the cost of start-up time and ~30 MB).
 // Plain JavaScript on purpose: it runs before anything is compiled or stripped.
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
@@ -11,14 +11,14 @@ const STAMP = 'dist/.build-stamp';
 /**
  * @typedef {object} Entry
  * @property {'compiled' | 'source'} mode
- * @property {string} main    the module to import: dist/main.js or src/main.ts
+ * @property {string} main    the module to import: dist/bundle/main.js or src/main.ts
  * @property {string} reason  why this mode, for `berth --build-info`
  */
 
 /**
  * Chooses compiled or source. `appDir` is apps/worker; `inWorkspace` says whether it sits in the
  * Berth repository (sources may have changed since the build) rather than an installation.
- * Compiled needs dist/main.js, the build stamp, and in the workspace: no source file of the app
+ * Compiled needs dist/bundle/main.js (bin/bundle.js), the build stamp, and in the workspace: no source file of the app
  * or of a workspace package it depends on newer than the stamp, and each such package built.
  * `BERTH_FROM_SOURCE=1` forces source.
  *
@@ -29,7 +29,7 @@ export function chooseEntry({ appDir: given, inWorkspace, env }) {
   const appDir = path.resolve(given);
   const source = (reason) => ({ mode: 'source', main: path.join(appDir, 'src/main.ts'), reason });
   if (env.BERTH_FROM_SOURCE && env.BERTH_FROM_SOURCE !== '0') return source('BERTH_FROM_SOURCE is set');
-  const main = path.join(appDir, 'dist/main.js');
+  const main = path.join(appDir, 'dist/bundle/main.js');
   const stamp = path.join(appDir, STAMP);
   if (!existsSync(main) || !existsSync(stamp)) return source('no compiled build (`pnpm build` makes one)');
   if (inWorkspace) {
@@ -82,16 +82,20 @@ export function workspacePackages(given) {
  * @returns {string | undefined}
  */
 function newerFile(dir, since) {
+  // A walk by hand: readdirSync's recursive mode and path.join cost more than the stats here,
+  // and this runs on every start in a checkout.
   let entries;
   try {
-    entries = readdirSync(dir, { withFileTypes: true, recursive: true });
+    entries = readdirSync(dir, { withFileTypes: true });
   } catch {
     return undefined;
   }
   for (const entry of entries) {
-    if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
-    const file = path.join(entry.parentPath, entry.name);
-    if (statSync(file).mtimeMs > since) return file;
+    const file = `${dir}${path.sep}${entry.name}`;
+    if (entry.isDirectory()) {
+      const newer = newerFile(file, since);
+      if (newer) return newer;
+    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && statSync(file).mtimeMs > since) return file;
   }
   return undefined;
 }

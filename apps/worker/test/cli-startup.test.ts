@@ -3,11 +3,13 @@
 // `berth exec` none of the daemon, and `berth start` only the runtime it runs on.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundle } from '../bin/bundle.js';
 
 const run = promisify(execFile);
 const APP = path.resolve(import.meta.dirname, '..');
@@ -31,7 +33,23 @@ async function loads(args: string[], env: Record<string, string> = {}): Promise<
     env: { ...process.env, ...env, BERTH_TRACE_LOADS: file, NODE_OPTIONS: '' },
   });
   const modules = (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
-  return { stdout, modules };
+  return { stdout, modules: [...modules, ...(await bundled(modules))] };
+}
+
+/**
+ * The modules inside the chunks of the bundle (dist/bundle/, bin/bundle.js) among `loaded`, from
+ * their source maps: what the checks below look for is inside a chunk, not a file of its own.
+ */
+async function bundled(loaded: string[]): Promise<string[]> {
+  const chunks = loaded.filter((m) => m.startsWith(pathToFileURL(path.join(APP, 'dist/bundle/')).href));
+  const inside = await Promise.all(
+    chunks.map(async (chunk) => {
+      // A chunk made only of the bundler's own helpers has no map.
+      const text = await readFile(new URL(`${chunk}.map`), 'utf8').catch(() => '{"sources":[]}');
+      return (JSON.parse(text) as { sources: string[] }).sources.map((source) => new URL(source, chunk).href);
+    }),
+  );
+  return inside.flat();
 }
 
 describe('berth start-up', () => {
@@ -56,8 +74,8 @@ describe('berth start-up', () => {
 });
 
 /**
- * Runs `berth start` against a server that is not there until its runtime is ready (its log says
- * so), then stops it; returns what it loaded by then. Registration fails and is retried meanwhile.
+ * Runs `berth start` against a server that is not there until its runtime is ready and it has
+ * tried to call the server (its log says both), then stops it; returns what it loaded by then.
  */
 async function startLoads(runtime: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
   const file = path.join(dir, `start-${runtime}.txt`);
@@ -83,13 +101,15 @@ async function startLoads(runtime: string, extraEnv: Record<string, string> = {}
   await new Promise<void>((resolve, reject) => {
     child.stderr.on('data', (b: Buffer) => {
       stderr += b.toString();
-      if (stderr.includes('"msg":"runtime ready"')) resolve();
+      // Ready, and it has called the (absent) Vela server: the client's transport is loaded too.
+      if (stderr.includes('"msg":"runtime ready"') && stderr.includes('"msg":"vela api call failed, retrying"')) resolve();
     });
     void exited.then((code) => reject(new Error(`berth start exited ${code} before its runtime was ready: ${stderr.slice(-1000)}`)));
   });
   child.kill('SIGTERM');
   await exited;
-  return (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+  const modules = (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+  return [...modules, ...(await bundled(modules))];
 }
 
 /** `berth --build-info`: `compiled: …` or `source: <why>`. */
@@ -115,7 +135,8 @@ describe('berth runs compiled JavaScript when fresh, else its sources', () => {
     expect(await buildInfo()).toMatch(/^compiled: built /);
     const { stdout, modules } = await loads(['validate', 'examples/hello.yml']);
     expect(stdout).toContain('is valid');
-    expect(modules).toContain(pathToFileURL(path.join(APP, 'dist/main.js')).href);
+    expect(modules).toContain(pathToFileURL(path.join(APP, 'dist/bundle/main.js')).href);
+    expect(modules.some((m) => m.startsWith(pathToFileURL(path.join(ROOT, 'packages/pipeline/dist/')).href))).toBe(true);
     expect(modules.filter((m) => m.endsWith('.ts'))).toEqual([]);
   }, 300_000);
 });
@@ -135,6 +156,8 @@ describe('berth start-up, per command', () => {
       /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|fastify|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
     );
     expect(daemon).toEqual([]);
+    // No fetch either: an ES import of node:http loads undici for its WebSocket exports.
+    expect(modules.filter((m) => m.includes('undici'))).toEqual([]);
     // bin/lazy-deps.js: dockerode's BuildKit session (gRPC, protobuf) and docker-modem's SSH transport wait for first use.
     expect(modules.filter((m) => /@grpc|protobufjs|\/ssh2@/.test(m))).toEqual([]);
   }, 60_000);
@@ -151,9 +174,34 @@ describe('berth start-up, per command', () => {
     expect(result.sessionError).toMatch(/ENOENT/);
   }, 60_000);
 
-  it('start on docker does not load the Kubernetes runtime or its client', async () => {
+  it('bundled (bin/bundle.js), the same parts stay on disk until first used, and then work', async () => {
+    // A bundle of dockerode made by the worker's bundler, next to the app so that its stand-ins
+    // resolve the real modules through the app's node_modules, as dist/bundle/ does.
+    const out = await mkdtemp(path.join(APP, 'node_modules/.berth-bundle-test-'));
+    try {
+      const dockerode = createRequire(path.join(ROOT, 'packages/runtime-docker/package.json')).resolve('dockerode');
+      const entry = path.join(out, 'entry.mjs');
+      await writeFile(
+        entry,
+        `import Docker from ${JSON.stringify(dockerode)};\nimport { probe } from ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/lazy-deps-probe.mjs'))};\nawait probe(Docker);\n`,
+      );
+      await bundle({ input: entry, outDir: path.join(out, 'bundle') });
+      const { stdout } = await run(process.execPath, [path.join(out, 'bundle/main.js')], { env: { ...process.env, NODE_OPTIONS: '' } });
+      const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
+      expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
+      expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
+      expect(result.sshError).toMatch(/ECONNREFUSED/);
+      expect(result.sessionError).toMatch(/ENOENT/);
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {
     const modules = await startLoads('docker');
     expect(modules.some((m) => /runtime-docker/.test(m))).toBe(true);
     expect(modules.filter((m) => /runtime-kubernetes|client-node/.test(m))).toEqual([]);
+    // The Vela client calls the server over node:http; fetch's undici costs an idle worker ~9 MB.
+    expect(modules.filter((m) => m.includes('undici'))).toEqual([]);
   }, 60_000);
 });

@@ -30,7 +30,7 @@ beforeEach(() => {
   write(path.join(app, 'src/main.test.ts'), 'export {};');
   write(path.join(pkg, 'src/index.ts'), 'export {};');
   write(path.join(pkg, 'dist/index.js'), 'export {};', 30);
-  write(path.join(app, 'dist/main.js'), 'export {};', 30);
+  write(path.join(app, 'dist/bundle/main.js'), 'export {};', 30);
   mkdirSync(path.join(app, 'node_modules/@berth'), { recursive: true });
   symlinkSync('../../../../packages/context', path.join(app, 'node_modules/@berth/context'));
   mkdirSync(path.join(root, 'node_modules/.pnpm/commander/node_modules/commander'), { recursive: true });
@@ -43,7 +43,7 @@ describe('which code berth runs (bin/entry.js)', () => {
   it('runs the compiled build when it is complete and newer than every source', () => {
     const entry = choose({ appDir: app, inWorkspace: true, env: {} });
     expect(entry.mode).toBe('compiled');
-    expect(entry.main).toBe(path.join(app, 'dist/main.js'));
+    expect(entry.main).toBe(path.join(app, 'dist/bundle/main.js'));
   });
 
   it('follows the workspace packages the app depends on, not registry packages', () => {
