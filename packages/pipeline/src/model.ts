@@ -25,7 +25,7 @@ export type Operator = 'and' | 'or';
  * the ruleset-level ones empty; older servers set them on the {@link Ruleset}. `''` means
  * "inherit from the ruleset". `eval` is an expr-lang expression (see `parseEval` for the subset).
  */
-export type Rules = z.output<typeof loose.rules>;
+export type Rules = z.output<Schemas['rules']>;
 
 /**
  * When a container runs (Vela `pipeline.Ruleset`).
@@ -33,19 +33,19 @@ export type Rules = z.output<typeof loose.rules>;
  * Gotcha: `matcher`/`operator` here are the fallbacks for `if`/`unless` sides that leave theirs
  * empty; after parsing they default to `filepath`/`and`.
  */
-export type Ruleset = z.output<typeof loose.ruleset>;
+export type Ruleset = z.output<Schemas['ruleset']>;
 
 /** A secret injected into a container: the declared secret `source` exposed as env var `target`. */
-export type StepSecret = z.output<typeof loose.stepSecret>;
+export type StepSecret = z.output<Schemas['stepSecret']>;
 
 /** A resource limit for a container (`ulimit`). */
-export type Ulimit = z.output<typeof loose.ulimit>;
+export type Ulimit = z.output<Schemas['ulimit']>;
 
 /** A bind mount: host `source` on container `destination`, `access_mode` `ro` or `rw` ('' = rw). */
-export type Volume = z.output<typeof loose.volume>;
+export type Volume = z.output<Schemas['volume']>;
 
 /** Git installation token request of a build or step. */
-export type Git = z.output<typeof loose.git>;
+export type Git = z.output<Schemas['git']>;
 
 /**
  * A container: a step, a service, the init step, or a secret origin (Vela `pipeline.Container`).
@@ -53,7 +53,7 @@ export type Git = z.output<typeof loose.git>;
  * Gotcha: `number` is the 1-based position Vela reports status under; `exit_code` is output, 0 in a
  * pipeline that has not run. `pull` is normalised to `not_present` when absent.
  */
-export type Container = z.output<typeof loose.container>;
+export type Container = z.output<Schemas['container']>;
 
 /**
  * A stage: a group of steps run in order, after the stages it `needs` (Vela `pipeline.Stage`).
@@ -61,7 +61,7 @@ export type Container = z.output<typeof loose.container>;
  * Gotcha: `independent` stages keep running when another stage fails. `done` is runtime-only
  * (Vela's `Done chan error`): never serialised, never set by parsing.
  */
-export type Stage = z.output<typeof loose.stage> & {
+export type Stage = z.output<Schemas['stage']> & {
   /** Runtime-only (Vela's `Done chan error`): never serialised, never set by parsing. */
   done?: Promise<void>;
 };
@@ -71,10 +71,10 @@ export type Stage = z.output<typeof loose.stage> & {
  *
  * `origin` is the plugin container that produces external secrets, `null` for ordinary secrets.
  */
-export type Secret = z.output<typeof loose.secret>;
+export type Secret = z.output<Schemas['secret']>;
 
 /** Auto-cancel settings of the pipeline's metadata. */
-export type CancelOptions = z.output<typeof loose.cancelOptions>;
+export type CancelOptions = z.output<Schemas['cancelOptions']>;
 
 /**
  * A compiled pipeline: what a Vela server hands a worker (Vela `pipeline.Build`).
@@ -82,7 +82,7 @@ export type CancelOptions = z.output<typeof loose.cancelOptions>;
  * Gotcha: a build has `steps` or `stages`, never both. `environment` accepts Vela's
  * `KEY=VALUE` list form as well as a map; it is always a map after parsing.
  */
-export type Build = z.output<typeof loose.build>;
+export type Build = z.output<Schemas['build']>;
 
 // ---------------------------------------------------------------------------------------------
 // Schemas. Every field is `nullish` (Go may send null for nil slices/maps/pointers, and omits
@@ -343,9 +343,21 @@ function makeSchemas(obj: ObjectFactory) {
   };
 }
 
-const loose = makeSchemas((shape) => z.looseObject(shape));
-// The strict twin only finds unknown keys; its objects are typed as the loose ones.
-const strict = makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory);
+type Schemas = ReturnType<typeof makeSchemas>;
+let built: { loose: Schemas; strict: Schemas } | undefined;
+
+/**
+ * The schemas, built on the first parse: zod builds each object with dozens of methods, which
+ * `berth exec`, `validate` and an idle worker (who parse nothing) should not pay for at start-up.
+ */
+function schemas(): { loose: Schemas; strict: Schemas } {
+  built ??= {
+    loose: makeSchemas((shape) => z.looseObject(shape)),
+    // The strict twin only finds unknown keys; its objects are typed as the loose ones.
+    strict: makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory),
+  };
+  return built;
+}
 
 /** One problem found while parsing: a JSON path (`steps[2].pull`) and what is wrong there. */
 export interface ParseIssue {
@@ -411,16 +423,19 @@ function parseWith<T>(looseSchema: z.ZodType, strictSchema: z.ZodType, json: unk
  * both present, duplicate names, unknown `needs`).
  */
 export function parseBuild(json: unknown, options?: ParseOptions): ParseResult<Build> {
+  const { loose, strict } = schemas();
   return parseWith<Build>(loose.build, strict.build, json, options);
 }
 
 /** Parses one compiled {@link Container}, like {@link parseBuild}. */
 export function parseContainer(json: unknown, options?: ParseOptions): ParseResult<Container> {
+  const { loose, strict } = schemas();
   return parseWith<Container>(loose.container, strict.container, json, options);
 }
 
 /** Parses one {@link Ruleset}, like {@link parseBuild}. */
 export function parseRuleset(json: unknown, options?: ParseOptions): ParseResult<Ruleset> {
+  const { loose, strict } = schemas();
   return parseWith<Ruleset>(loose.ruleset, strict.ruleset, json, options);
 }
 
