@@ -9,7 +9,7 @@
 // Each command's code is its own chunk (main.ts imports them dynamically), so `berth validate`
 // still loads no executor and `berth exec` no daemon. Source maps point at the TypeScript sources.
 import { rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import { rolldown } from 'rolldown';
 
@@ -65,7 +65,7 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
     logLevel: 'warn',
     // Nothing the bundle leaves out is needed at start-up: these are the stand-ins' real modules'
     // dependencies, with native parts that cannot be bundled.
-    external: [/^node:(?!http$)/, /^(ssh2|cpu-features|@grpc\/|protobufjs)(\/|$)/],
+    external: [/^(ssh2|cpu-features|@grpc\/|protobufjs)(\/|$)/],
     plugins: [
       {
         name: 'berth-lazy-modules',
@@ -78,13 +78,18 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
         },
       },
       {
-        // node:http is taken as `require` takes it, imported or required. rolldown turns a
-        // CommonJS `require('http')` into `import http from 'node:http'`, and Node's ES module view
-        // of a built-in reads every export: node:http's lazy WebSocket ones load undici (fetch),
-        // ~30 ms and ~14 MB on every start of the Docker client or the daemon.
-        name: 'berth-node-http',
+        // Built-in modules are taken as `require` takes them (process.getBuiltinModule), imported
+        // or required. Node's ES module view of a built-in reads every export on first import, and
+        // some are costly getters: node:http's WebSocket ones load undici (fetch, ~30 ms and
+        // ~14 MB), node:process's allowedNodeEnvironmentFlags builds a set of every Node option
+        // (~15 ms), node:util's and node:tls's take 10-20 ms. rolldown also turns CommonJS
+        // `require('http')` into such an import. node:module stays an import: the bundle's own
+        // runtime needs it first.
+        name: 'berth-builtins',
         resolveId(specifier) {
-          return specifier === 'http' || specifier === 'node:http' ? `${BUILTIN_PREFIX}node:http` : null;
+          if (!isBuiltin(specifier)) return null;
+          const id = specifier.startsWith('node:') ? specifier : `node:${specifier}`;
+          return id === 'node:module' ? { id, external: true } : BUILTIN_PREFIX + id;
         },
         load(id) {
           if (!id.startsWith(BUILTIN_PREFIX)) return null;
