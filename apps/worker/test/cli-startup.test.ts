@@ -158,6 +158,8 @@ describe('berth start-up, per command', () => {
     expect(daemon).toEqual([]);
     // No fetch either: an ES import of node:http loads undici for its WebSocket exports.
     expect(modules.filter((m) => m.includes('undici'))).toEqual([]);
+    // Its stderr is no terminal: its own log is JSON, so pino-pretty is not loaded.
+    expect(modules.filter((m) => /\/pino-pretty@/.test(m))).toEqual([]);
     // bin/lazy-deps.js: dockerode's BuildKit session (gRPC, protobuf) and docker-modem's SSH transport wait for first use.
     expect(modules.filter((m) => /@grpc|protobufjs|\/ssh2@/.test(m))).toEqual([]);
   }, 60_000);
@@ -203,5 +205,7 @@ describe('berth start-up, per command', () => {
     expect(modules.filter((m) => /runtime-kubernetes|client-node/.test(m))).toEqual([]);
     // The Vela client calls the server over node:http; fetch's undici costs an idle worker ~9 MB.
     expect(modules.filter((m) => m.includes('undici'))).toEqual([]);
+    // VELA_LOG_FORMAT=json: pino-pretty is not loaded.
+    expect(modules.filter((m) => /\/pino-pretty@/.test(m))).toEqual([]);
   }, 60_000);
 });

@@ -82,7 +82,7 @@ export async function startWorker(
   const io: Io = { stdout: new PassThrough(), stderr, env, cwd: process.cwd(), exitCode: 0 };
   const daemon = await Daemon.start({
     config,
-    logger: daemonLogger(io, config),
+    logger: await daemonLogger(io, config),
     version: '0.0.0-test',
     drainGraceMs: extras.drainGraceMs,
     stopGraceMs: extras.stopGraceMs,

@@ -45,7 +45,7 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
   }
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
-  const logger = createLogger(io, config.logLevel, config.color);
+  const logger = await createLogger(io, config.logLevel, config.color);
   // The plugin too is checked before the pipeline is compiled: --runtime and --runtime-option are usage.
   const { descriptor } = await loadRuntime(config.runtime, {
     cwd: io.cwd,

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
-import { PinoPretty } from 'pino-pretty';
 import { formatResolvedConfig } from '../config/check-config.ts';
 import { ConfigFileError, readConfigFile } from '../config/config-file.ts';
 import { DotenvError, loadDotenv } from '../config/dotenv.ts';
@@ -9,6 +8,7 @@ import { addSettingOptions } from '../config/options.ts';
 import type { ConfigSources } from '../config/resolve.ts';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
+import { prettyStderr } from '../logger.ts';
 import { ConfigError, type StartConfig, type StartConfigRead, type StartExtras, readStartConfig } from '../vela/config.ts';
 import { loadRuntime } from '../plugins/load.ts';
 import { VERSION } from '../version.ts';
@@ -84,11 +84,11 @@ export function readStartSources(flags: Record<string, unknown>, io: Io): StartC
 }
 
 /** Berth's own log for the daemon: JSON lines (VELA_LOG_FORMAT=json) or readable text, on stderr. */
-export function daemonLogger(io: Io, config: StartConfig): Logger {
+export async function daemonLogger(io: Io, config: StartConfig): Promise<Logger> {
   const level = config.log.level === 'panic' ? 'fatal' : config.log.level;
   if (config.log.format === 'text') {
     const colorize = Boolean(io.stderr.isTTY) && !io.env.NO_COLOR;
-    return pino({ level, base: undefined }, PinoPretty({ destination: io.stderr, sync: true, colorize, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' }));
+    return pino({ level, base: undefined }, await prettyStderr(io, colorize));
   }
   return pino({ level, base: { name: 'berth-worker', worker: config.worker.hostname } }, io.stderr);
 }
@@ -144,7 +144,7 @@ async function runStart(flags: Record<string, unknown>, io: Io): Promise<number>
     return EXIT.ok;
   }
   const { config, extras } = read;
-  const logger = daemonLogger(io, config);
+  const logger = await daemonLogger(io, config);
   // Loaded here, not at the top: `berth --version`, `exec` and `--help` need none of the daemon.
   const { Daemon } = await import('../daemon/daemon.ts');
   let daemon: Awaited<ReturnType<typeof Daemon.start>>;
