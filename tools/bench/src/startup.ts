@@ -29,6 +29,8 @@ import { engineBusyBefore, startDockerProxy } from './docker-proxy.ts';
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const BERTH = path.join(ROOT, 'apps/worker/bin/berth.js');
 const RUNS = Number(process.env.STARTUP_RUNS ?? 10);
+/** Which rows to run (comma-separated: version, help, validate, exec, start); all by default. */
+const ONLY = new Set((process.env.STARTUP_ONLY ?? 'version,help,validate,exec,start').split(',').map((s) => s.trim()));
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 5000);
 const TIME = '/usr/bin/time';
 
@@ -182,11 +184,11 @@ const proxy = await startDockerProxy();
 const sim = await VelaSim.start();
 try {
   for (const mode of modes) {
-    const version = row(`berth --version${mode.label}`, process.execPath, [BERTH, '--version'], mode.env);
-    row(`berth --help${mode.label}`, process.execPath, [BERTH, '--help'], mode.env);
-    row(`berth validate examples/hello.yml${mode.label}`, process.execPath, [BERTH, 'validate', 'examples/hello.yml'], mode.env);
+    const version = ONLY.has('version') ? row(`berth --version${mode.label}`, process.execPath, [BERTH, '--version'], mode.env) : { ms: NaN, rssMb: NaN };
+    if (ONLY.has('help')) row(`berth --help${mode.label}`, process.execPath, [BERTH, '--help'], mode.env);
+    if (ONLY.has('validate')) row(`berth validate examples/hello.yml${mode.label}`, process.execPath, [BERTH, 'validate', 'examples/hello.yml'], mode.env);
     const starts: Array<{ raw: number; engine: number }> = [];
-    for (let i = 0; i < Math.min(RUNS, 5); i++) starts.push(await firstStart(proxy, mode.env));
+    for (let i = 0; ONLY.has('exec') && i < Math.min(RUNS, 5); i++) starts.push(await firstStart(proxy, mode.env));
     const own = median(starts.map((s) => s.raw - s.engine));
     print(
       `berth exec: first container start${mode.label}`,
@@ -195,7 +197,7 @@ try {
       `(engine time excluded: ${median(starts.map((s) => s.raw)).toFixed(0)} ms in all, engine ${median(starts.map((s) => s.engine)).toFixed(0)} ms)`,
     );
     const idles = [];
-    for (let i = 0; i < 3; i++) idles.push(await idleDaemon(sim, mode.env));
+    for (let i = 0; ONLY.has('start') && i < 3; i++) idles.push(await idleDaemon(sim, mode.env));
     const idle = median(idles.map((s) => s.rssMb));
     print(
       `berth start: idle RSS, registered${mode.label}`,
