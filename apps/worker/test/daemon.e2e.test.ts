@@ -97,6 +97,16 @@ steps:
     expect(metrics).toMatch(/berth_worker_log_bytes_total\{kind="step"\} [1-9]/);
     expect(metrics).toMatch(/berth_worker_server_api_calls_total\{method="PUT",status="200"\} [1-9]/);
     expect(labelled(worker.hostname)).toEqual([]);
+    // Idle again: the memory the build left in V8's young generation is given back
+    // (daemon/memory.ts).
+    await waitFor(
+      'memory given back after the build',
+      () => {
+        const finished = worker.logs.findIndex((l) => l.msg === 'build finished');
+        return finished >= 0 && worker.logs.slice(finished).some((l) => l.msg === 'idle: memory given back');
+      },
+      10_000,
+    );
   });
 
   it("honours Vela's secret restrictions: events, images, commands and substitution, saying in the step log what was withheld", async () => {

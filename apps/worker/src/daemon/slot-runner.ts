@@ -28,14 +28,20 @@ export class SlotRunner {
   readonly #reaper: Reaper;
   readonly #events: RuntimeEventRouter;
   readonly #cleanupTimeoutMs: number | undefined;
+  /** Called when the last running build ended. */
+  readonly #onIdle: (() => void) | undefined;
   readonly #loops: Promise<void>[] = [];
 
-  constructor(core: DaemonCore, parts: { registrar: Registrar; reaper: Reaper; events: RuntimeEventRouter; cleanupTimeoutMs: number | undefined }) {
+  constructor(
+    core: DaemonCore,
+    parts: { registrar: Registrar; reaper: Reaper; events: RuntimeEventRouter; cleanupTimeoutMs: number | undefined; onIdle?: () => void },
+  ) {
     this.#core = core;
     this.#registrar = parts.registrar;
     this.#reaper = parts.reaper;
     this.#events = parts.events;
     this.#cleanupTimeoutMs = parts.cleanupTimeoutMs;
+    this.#onIdle = parts.onIdle;
   }
 
   /** Starts one loop per slot (`build.limit`); each ends when claims stop (drain). */
@@ -324,6 +330,7 @@ export class SlotRunner {
     } finally {
       reporter.abandon();
       this.#core.slots.delete(slot);
+      if (this.#core.slots.size === 0) this.#onIdle?.();
       this.#core.state.remove(id);
       this.#core.metrics.buildsRunning.dec();
       this.#registrar.buildFinished();

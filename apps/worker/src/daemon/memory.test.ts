@@ -1,0 +1,65 @@
+// The idle worker's memory-reducing collection (memory.ts), in this process.
+import { execFile } from 'node:child_process';
+import v8 from 'node:v8';
+import { promisify } from 'node:util';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { collectGarbageNow, MemorySettler } from './memory.ts';
+
+const run = promisify(execFile);
+const youngGeneration = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
+
+describe('collectGarbageNow', () => {
+  it('shrinks a grown young generation', () => {
+    // Objects that live through scavenges make V8 grow its young generation.
+    const kept: object[] = [];
+    for (let i = 0; i < 300_000; i++) kept.push({ i, s: `item ${i}` });
+    const grown = youngGeneration();
+    kept.length = 0;
+    collectGarbageNow();
+    expect(youngGeneration()).toBeLessThan(grown);
+    expect(youngGeneration()).toBeLessThanOrEqual(4 * 1024 * 1024);
+  });
+
+  it('leaves no gc global behind (in a process of its own: test runners may expose one)', async () => {
+    const script = `import { collectGarbageNow } from ${JSON.stringify(new URL('./memory.ts', import.meta.url).href)};
+collectGarbageNow(); collectGarbageNow();
+process.stdout.write(String('gc' in globalThis));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script]);
+    expect(stdout).toBe('false');
+  });
+});
+
+describe('MemorySettler', () => {
+  afterEach(() => vi.useRealTimers());
+
+  function settler(idle: () => boolean) {
+    const lines: string[] = [];
+    const log = pino({ level: 'debug' }, { write: (line: string) => lines.push((JSON.parse(line) as { msg: string }).msg) });
+    return { settler: new MemorySettler(log, idle, 100), lines };
+  }
+
+  it('collects once after the delay when idle, one request at a time', () => {
+    vi.useFakeTimers();
+    const { settler: s, lines } = settler(() => true);
+    s.soon();
+    s.soon();
+    vi.advanceTimersByTime(100);
+    expect(lines).toEqual(['idle: memory given back']);
+  });
+
+  it('does not collect when a build runs by then, nor after stop()', () => {
+    vi.useFakeTimers();
+    let idle = false;
+    const { settler: s, lines } = settler(() => idle);
+    s.soon();
+    vi.advanceTimersByTime(100);
+    idle = true;
+    s.soon();
+    s.stop();
+    vi.advanceTimersByTime(1_000);
+    s.soon();
+    vi.advanceTimersByTime(1_000);
+    expect(lines).toEqual([]);
+  });
+});
