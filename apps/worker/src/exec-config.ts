@@ -53,7 +53,7 @@ export interface ExecConfig {
  * `--kubeconfig`, `--namespace`, `--timeout` still work). Throws one {@link CommandError} (exit 2)
  * listing every problem.
  */
-export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: string): ExecConfig {
+export async function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<ExecConfig> {
   const problems: string[] = [];
   const attempt = <T>(fn: () => T, fallback: T): T => {
     try {
@@ -65,7 +65,13 @@ export function parseExecConfig(flags: ExecFlags, env: NodeJS.ProcessEnv, cwd: s
     }
   };
   const configPath = flags.config ?? (env.BERTH_CONFIG || undefined);
-  const configFile = configPath === undefined ? undefined : attempt(() => readConfigFile(configPath, cwd), undefined);
+  let configFile: Awaited<ReturnType<typeof readConfigFile>> | undefined;
+  try {
+    configFile = configPath === undefined ? undefined : await readConfigFile(configPath, cwd);
+  } catch (error) {
+    if (!(error instanceof Error) || error.name !== 'ConfigFileError') throw error;
+    problems.push(error.message);
+  }
   const {
     env: _env,
     secret: _secret,

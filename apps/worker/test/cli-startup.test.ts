@@ -205,7 +205,9 @@ describe('berth start-up, per command', () => {
     expect(modules.filter((m) => /runtime-kubernetes|client-node/.test(m))).toEqual([]);
     // The Vela client calls the server over node:http; fetch's undici costs an idle worker ~9 MB.
     expect(modules.filter((m) => m.includes('undici'))).toEqual([]);
-    // VELA_LOG_FORMAT=json: pino-pretty is not loaded.
+    // VELA_LOG_FORMAT=json: pino-pretty is not loaded; no config file: no YAML parser, and no
+    // pipeline compiler (an idle worker parses nothing; @berth/pipeline has no side effects).
     expect(modules.filter((m) => /\/pino-pretty@/.test(m))).toEqual([]);
+    expect(modules.filter((m) => /\/yaml@|\/packages\/pipeline\/(?:dist|src)\/(?:compile|template)\//.test(m))).toEqual([]);
   }, 60_000);
 });

@@ -38,7 +38,7 @@ export function execCommand(program: Command, io: Io): void {
 
 async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
-  const config = parseExecConfig(flags, io.env, io.cwd);
+  const config = await parseExecConfig(flags, io.env, io.cwd);
   if (flags.checkConfig === true) {
     io.stdout.write(formatResolvedConfig('exec', config.values, config.sourceOf));
     return EXIT.ok;

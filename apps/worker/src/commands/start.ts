@@ -44,7 +44,7 @@ export function parseStartConfig(
  * Everything `berth start` reads, as the command line does: `.env` in the working directory
  * (go-vela/worker's godotenv autoload), `--config` / `BERTH_CONFIG`, and the `/vela` files.
  */
-export function readStartSources(flags: Record<string, unknown>, io: Io): StartConfigRead {
+export async function readStartSources(flags: Record<string, unknown>, io: Io): Promise<StartConfigRead> {
   const problems: string[] = [];
   let dotenv;
   try {
@@ -57,7 +57,7 @@ export function readStartSources(flags: Record<string, unknown>, io: Io): StartC
   const configPath = typeof flags.config === 'string' ? flags.config : io.env.BERTH_CONFIG || undefined;
   if (configPath !== undefined) {
     try {
-      configFile = readConfigFile(configPath, io.cwd);
+      configFile = await readConfigFile(configPath, io.cwd);
     } catch (e) {
       if (!(e instanceof ConfigFileError)) throw e;
       problems.push(e.message);
@@ -138,7 +138,7 @@ export function startCommand(program: Command, io: Io): void {
 }
 
 async function runStart(flags: Record<string, unknown>, io: Io): Promise<number> {
-  const read = readStartSources(flags, io);
+  const read = await readStartSources(flags, io);
   if (flags.checkConfig === true) {
     io.stdout.write(formatResolvedConfig('start', read.values, read.sourceOf));
     return EXIT.ok;

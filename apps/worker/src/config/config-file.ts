@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse } from 'yaml';
 import { settingBySpelling } from './resolve.ts';
 
 /** A config file that cannot be used: the message says which file and why. */
@@ -26,8 +25,12 @@ function flatten(values: Record<string, unknown>, prefix = '', out: Record<strin
   return out;
 }
 
-/** Reads a config file (relative paths against `cwd`). Throws a {@link ConfigFileError} when it cannot be read or is not a YAML map. */
-export function readConfigFile(file: string, cwd: string): { file: string; values: Record<string, unknown> } {
+/**
+ * Reads a config file (relative paths against `cwd`). Rejects with a {@link ConfigFileError} when
+ * it cannot be read or is not a YAML map. The YAML parser is loaded only here: a worker started
+ * without a config file never loads it (~2.5 MB).
+ */
+export async function readConfigFile(file: string, cwd: string): Promise<{ file: string; values: Record<string, unknown> }> {
   const full = path.resolve(cwd, file);
   let text: string;
   try {
@@ -37,6 +40,7 @@ export function readConfigFile(file: string, cwd: string): { file: string; value
     const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(e);
     throw new ConfigFileError(`cannot read the config file ${full}: ${why}`);
   }
+  const { parse } = await import('yaml');
   let data: unknown;
   try {
     data = parse(text, { prettyErrors: true });
