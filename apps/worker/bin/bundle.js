@@ -120,7 +120,14 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
   });
   try {
     rmSync(outDir, { recursive: true, force: true });
-    await build.write({ dir: outDir, format: 'esm', sourcemap: true, entryFileNames: '[name].js', chunkFileNames: '[name]-[hash].js' });
+    await build.write({
+      dir: outDir,
+      format: 'esm',
+      sourcemap: true,
+      minify: { compress: false, mangle: false, codegen: { removeWhitespace: true } },
+      entryFileNames: '[name].js',
+      chunkFileNames: '[name]-[hash].js',
+    });
   } finally {
     await build.close();
   }
