@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `berth` command. Runs the compiled, bundled worker (dist/bundle/, made by `pnpm build`)
-// when it is there and fresh, else the TypeScript sources on Node 24 (bin/entry.js decides; `berth --build-info`
-// says which and why). From source in the repository, workspace packages resolve from their
+// when it is there and fresh, else the TypeScript sources on Node 24 (bin/entry.js decides;
+// `berth --build-info` says which and why). From source in the repository, workspace packages resolve from their
 // sources too, through the "@berth/source" export condition added here by a resolve hook;
 // compiled, or installed (the worker image), they run from their dist/.
 import { existsSync, readFileSync } from 'node:fs';

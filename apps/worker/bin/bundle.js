@@ -4,27 +4,19 @@
 // ~900 files. One file per command path means no module resolution at start-up and no unused code
 // parsed: zod's 40 locales and most of its API are left out, dockerode's BuildKit session and
 // docker-modem's SSH transport stay on disk until first used. `berth exec` reaches its first
-// container in about half the time, and `berth start` idles in ~30 MB less (tools/bench startup).
+// container in about half the time (tools/bench startup).
 //
 // Each command's code is its own chunk (main.ts imports them dynamically), so `berth validate`
-// still loads no executor and `berth exec` no daemon. Source maps point at the TypeScript sources.
+// still loads no executor and `berth exec` no daemon. Each chunk's source map points at the
+// compiled files it was made of (dist/ of the app and of each package, which ship too).
 import { rmSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import { rolldown } from 'rolldown';
+import { LAZY_MODULES } from './lazy-deps.js';
 
 const APP = path.resolve(import.meta.dirname, '..');
 
-/**
- * Modules loaded on first use (as bin/lazy-deps.js does for the unbundled build): the requiring
- * file's end, what it requires, and the package whose file it is. Their stand-in resolves the
- * real module at run time from the installed package, so neither it nor its dependencies (gRPC,
- * protobufjs, ssh2 and its native parts) are bundled.
- */
-const LAZY = [
-  { parent: '/dockerode/lib/docker.js', specifier: './session', from: ['@berth/runtime-docker', 'dockerode'], file: 'lib/session.js' },
-  { parent: '/docker-modem/lib/modem.js', specifier: './ssh', from: ['@berth/runtime-docker', 'dockerode', 'docker-modem'], file: 'lib/ssh.js' },
-];
 const LAZY_PREFIX = '\0berth-lazy:';
 const BUILTIN_PREFIX = '\0berth-builtin:';
 
@@ -68,13 +60,16 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
     external: [/^(ssh2|cpu-features|@grpc\/|protobufjs)(\/|$)/],
     plugins: [
       {
+        // The modules loaded on first use (as from source): their stand-in resolves the real
+        // module at run time from the installed package, so neither it nor its dependencies
+        // (gRPC, protobufjs, ssh2 and its native parts) are bundled.
         name: 'berth-lazy-modules',
         resolveId(specifier, importer) {
-          const lazy = LAZY.find((l) => l.specifier === specifier && importer?.endsWith(l.parent));
-          return lazy ? LAZY_PREFIX + LAZY.indexOf(lazy) : null;
+          const lazy = LAZY_MODULES.find((l) => l.specifier === specifier && importer?.endsWith(l.parent));
+          return lazy ? LAZY_PREFIX + LAZY_MODULES.indexOf(lazy) : null;
         },
         load(id) {
-          return id.startsWith(LAZY_PREFIX) ? { code: standIn(LAZY[Number(id.slice(LAZY_PREFIX.length))]), moduleType: 'js' } : null;
+          return id.startsWith(LAZY_PREFIX) ? { code: standIn(LAZY_MODULES[Number(id.slice(LAZY_PREFIX.length))]), moduleType: 'js' } : null;
         },
       },
       {

@@ -9,10 +9,26 @@
 // Should a client update rename or reshape them, the hook simply matches nothing.
 import { registerHooks } from 'node:module';
 
-/** Stand-ins: the requiring file (its path's end), what it requires, and the stand-in's name. */
-const LAZY = [
-  { parent: '/dockerode/lib/docker.js', specifier: './session', name: 'dockerode-session' },
-  { parent: '/docker-modem/lib/modem.js', specifier: './ssh', name: 'docker-modem-ssh' },
+/**
+ * The modules loaded on first use, here and in the bundle (bin/bundle.js): the requiring file (its
+ * path's end), what it requires, the stand-in's name (bin/lazy/*.js), and for the bundle the
+ * installed chain of packages that leads to the real module and its file in the last of them.
+ */
+export const LAZY_MODULES = [
+  {
+    parent: '/dockerode/lib/docker.js',
+    specifier: './session',
+    name: 'dockerode-session',
+    from: ['@berth/runtime-docker', 'dockerode'],
+    file: 'lib/session.js',
+  },
+  {
+    parent: '/docker-modem/lib/modem.js',
+    specifier: './ssh',
+    name: 'docker-modem-ssh',
+    from: ['@berth/runtime-docker', 'dockerode', 'docker-modem'],
+    file: 'lib/ssh.js',
+  },
 ];
 
 /** Where a stand-in finds the real module: name → resolved URL (read by bin/lazy/*.js). */
@@ -24,7 +40,7 @@ export function loadDockerExtrasLazily() {
   const real = (globalThis[REAL] = new Map());
   registerHooks({
     resolve(specifier, context, nextResolve) {
-      const lazy = LAZY.find((l) => l.specifier === specifier && context.parentURL?.endsWith(l.parent));
+      const lazy = LAZY_MODULES.find((l) => l.specifier === specifier && context.parentURL?.endsWith(l.parent));
       if (!lazy) return nextResolve(specifier, context);
       real.set(lazy.name, nextResolve(specifier, context).url);
       return { url: new URL(`./lazy/${lazy.name}.js`, import.meta.url).href, format: 'commonjs', shortCircuit: true };

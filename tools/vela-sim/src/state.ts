@@ -147,36 +147,28 @@ export class SimState {
       for (const c of containers(s.steps)) planned.push({ c, stage: typeof s.name === 'string' ? s.name : '' });
     }
     const t = now();
-    planned.forEach(({ c, stage }, i) => {
+    // What a step record and a service record share: numbered by `number` or position.
+    const record = (c: Record<string, unknown>, i: number, kind: 'step' | 'service') => {
       const number = typeof c.number === 'number' && c.number > 0 ? c.number : i + 1;
-      const step: VelaStep = {
+      return {
         id: this.nextId(),
         build_id: build.id!,
         repo_id: build.repo!.id!,
         number,
-        name: typeof c.name === 'string' ? c.name : `step-${number}`,
+        name: typeof c.name === 'string' ? c.name : `${kind}-${number}`,
         image: typeof c.image === 'string' ? c.image : '',
-        stage: stage ?? '',
         status: 'pending',
         created: t,
-        report_as: typeof c.report_as === 'string' ? c.report_as : '',
       };
-      steps.set(number, step);
+    };
+    planned.forEach(({ c, stage }, i) => {
+      const step: VelaStep = { ...record(c, i, 'step'), stage: stage ?? '', report_as: typeof c.report_as === 'string' ? c.report_as : '' };
+      steps.set(step.number!, step);
       this.addEmptyLog(build, 'step', step.id!, t);
     });
     containers(pipeline.services).forEach((c, i) => {
-      const number = typeof c.number === 'number' && c.number > 0 ? c.number : i + 1;
-      const svc: VelaService = {
-        id: this.nextId(),
-        build_id: build.id!,
-        repo_id: build.repo!.id!,
-        number,
-        name: typeof c.name === 'string' ? c.name : `service-${number}`,
-        image: typeof c.image === 'string' ? c.image : '',
-        status: 'pending',
-        created: t,
-      };
-      services.set(number, svc);
+      const svc: VelaService = record(c, i, 'service');
+      services.set(svc.number!, svc);
       this.addEmptyLog(build, 'service', svc.id!, t);
     });
     this.steps.set(build.id!, steps);

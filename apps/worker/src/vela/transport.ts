@@ -30,7 +30,8 @@ const https = process.getBuiltinModule('node:https');
 
 // Connections are kept for the next call, as fetch does; an idle kept socket does not hold the
 // process open (Node's agent unrefs it).
-const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+const plain = { request: http.request, agent: new http.Agent({ keepAlive: true }) };
+const secure = { request: https.request, agent: new https.Agent({ keepAlive: true }) };
 
 /**
  * The default transport: node:http or node:https by the URL's scheme, connections kept alive,
@@ -40,13 +41,12 @@ const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new htt
 export const httpTransport: Transport = (url, { method, headers, body, signal }) =>
   new Promise((resolve, reject) => {
     const target = new URL(url);
-    const agent = target.protocol === 'https:' ? agents['https:'] : agents['http:'];
-    const send = target.protocol === 'https:' ? https.request : http.request;
+    const { request, agent } = target.protocol === 'https:' ? secure : plain;
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
       return;
     }
-    const req = send(target, { method, headers, agent, signal }, (res) => {
+    const req = request(target, { method, headers, agent, signal }, (res) => {
       const chunks: Buffer[] = [];
       const body = new Promise<string>((done, fail) => {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
