@@ -36,16 +36,9 @@ export interface RunView {
   dockerId?: string;
 }
 
-/** One container of the pod, across its instances. */
-export interface ContainerRun {
+/** One container of the pod, across its instances: what its status shows now (image: the image reported), and more. */
+export interface ContainerRun extends RunView {
   name: string;
-  state: ContainerState;
-  lastState: ContainerState;
-  restartCount: number;
-  /** Image reported in the status. */
-  image: string;
-  imageID: string;
-  dockerId?: string;
   previousDockerId?: string;
   /** Image the current Docker container was created from. */
   runningImage?: string;
