@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
 import Docker from 'dockerode';
+import type { Dial } from './engine-stream.ts';
 import type { EngineDescription } from './errors.ts';
 
 // Taken as `require` takes them: an ES import of node:http reads all its exports, and its lazy
@@ -25,7 +29,11 @@ export interface DockerConnectionOptions {
 export interface EngineConnection {
   readonly docker: Docker;
   readonly engine: EngineDescription;
-  /** Releases the connection's sockets. */
+  /** Opens a connection of its own to the engine, for a long stream read outside dockerode (see getEngineStream). */
+  readonly dial: Dial;
+  /** The `Host` header for requests on {@link dial}'s connections. */
+  readonly host: string;
+  /** Releases the connection's sockets, {@link dial}'s included. */
   close(): void;
 }
 
@@ -56,7 +64,35 @@ export function connect(options: DockerConnectionOptions, env: NodeJS.ProcessEnv
   }
   const agent = dockerOptions.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
   const docker = new Docker({ ...dockerOptions, agent } as Docker.DockerOptions);
-  return { docker, engine, close: () => agent.destroy() };
+  const { dial, host } = dialer(dockerOptions);
+  const open = new Set<Duplex>();
+  const tracked: Dial = () => {
+    const socket = dial();
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    return socket;
+  };
+  const close = (): void => {
+    agent.destroy();
+    for (const socket of open) socket.destroy();
+  };
+  return { docker, engine, dial: tracked, host, close };
+}
+
+/** How to open a socket to the engine, the way dockerode's agent does for the same options. */
+function dialer(options: Docker.DockerOptions): { dial: Dial; host: string } {
+  const { socketPath, host = 'localhost', port } = options;
+  if (socketPath) return { dial: () => net.connect({ path: socketPath }), host: 'docker' };
+  const endpoint = { host, port: Number(port) };
+  if (options.protocol !== 'https') return { dial: () => net.connect(endpoint), host: `${host}:${port}` };
+  const secure = {
+    ...endpoint,
+    ...(net.isIP(host) ? {} : { servername: host }),
+    ...(options.ca ? { ca: options.ca } : {}),
+    ...(options.cert ? { cert: options.cert } : {}),
+    ...(options.key ? { key: options.key } : {}),
+  } as tls.ConnectionOptions;
+  return { dial: () => tls.connect(secure), host: `${host}:${port}` };
 }
 
 function parseHost(address: string, tls: DockerConnectionOptions['tls']): Docker.DockerOptions {

@@ -20,6 +20,7 @@ import type Docker from 'dockerode';
 import { engineCall } from './call.ts';
 import type { EngineConnection } from './connection.ts';
 import { compareTimestamps, DockerLogDemuxer } from './demux.ts';
+import { getEngineStream } from './engine-stream.ts';
 import {
   contextError,
   type EngineDescription,
@@ -325,19 +326,12 @@ export class DockerRuntime implements Runtime {
     const where = { operation: 'tailContainer', subject: container.id };
     const handle = this.#docker.getContainer(this.#nameOf(container));
     const follow = (since: string | undefined): Promise<Readable> =>
-      this.#call(
-        ctx,
-        where,
-        async (signal) =>
-          (await handle.logs({
-            follow: true,
-            stdout: true,
-            stderr: true,
-            timestamps: true,
-            ...(since ? { since } : {}),
-            abortSignal: signal,
-          })) as unknown as Readable,
-      );
+      this.#call(ctx, where, async (signal) => {
+        const query = { follow: true as const, stdout: true, stderr: true, timestamps: true, ...(since ? { since } : {}) };
+        const path = `/containers/${encodeURIComponent(handle.id)}/logs?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+        const { dial, host } = this.#connection;
+        return (await getEngineStream(dial, host, path, signal)) ?? ((await handle.logs({ ...query, abortSignal: signal })) as unknown as Readable);
+      });
     const source = await follow(undefined);
     let continuations = 0;
     const logs = new DockerLogDemuxer(source, {

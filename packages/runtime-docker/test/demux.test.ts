@@ -105,6 +105,13 @@ describe('DockerLogDemuxer', () => {
       expect(seen).toEqual([ts(2), ts(4)]);
     });
 
+    it('fails on a frame without a timestamp, even when the wire is cut inside it', async () => {
+      for (const size of [1, 20, 1000]) {
+        const logs = new DockerLogDemuxer(pieces(frame(1, `${'x'.repeat(60)} y`), size), { timestamps: true });
+        await expect(collect(logs)).rejects.toThrow('a frame has no timestamp');
+      }
+    });
+
     it('fails when the continuation fails', async () => {
       const logs = new DockerLogDemuxer(pieces(stamped(1, 1, 'a'), 3), { timestamps: true, continueWith: () => Promise.reject(new Error('engine gone')) });
       await expect(collect(logs)).rejects.toThrow('engine gone');
