@@ -2,27 +2,36 @@
  * Benchmark: a 256 MiB step log through the executor's whole log path — Docker runtime's
  * tailContainer → secret masker (10 secrets) → size cap → batches → a reporter counting bytes —
  * against `docker logs ID > /dev/null` on the same finished container.
- * Prints both throughputs, their ratio executor / CLI (target ≥ 1.0, issue 13) and the peak RSS
- * of this process, which does the reading (target ≤ 120 MB), once its heap is settled as the
- * worker's is when it claims a build.
+ *
+ * Each of `BENCH_ROUNDS` rounds runs a new build whose step writes the log, then reads that
+ * finished log both ways, in alternating order, and the runtime's tail alone for reference. It
+ * prints per round and as medians: both throughputs and their ratio executor / CLI (target ≥ 1.0,
+ * issue 13); the CPU time of each reader (this process; the docker CLI, a child) and of dockerd
+ * while it served each (when it runs on this machine): on a 2-CPU machine the engine's own reading
+ * of its JSON log file takes more than one CPU, so a reader's CPU slows the engine and the engine
+ * sets the pace; and the peak RSS of this process while it streams (target ≤ 120 MB), on a heap
+ * settled as the worker's is when it claims a build.
  *
  * `bench:executor-logs` runs the packages from source (type-stripped, as in development);
- * `bench:executor-logs:compiled` from their dist/ (`pnpm build` first), as the worker runs them.
+ * `bench:executor-logs:compiled` compiles this bench and runs the packages from their dist/
+ * (`pnpm build` first), as the worker runs them.
  *
- * Env: BENCH_LOG_BYTES (default 268435456), BENCH_ROUNDS (CLI rounds, default 2), DOCKER_HOST.
+ * Env: BENCH_LOG_BYTES (default 268435456), BENCH_ROUNDS (default 3), DOCKER_HOST.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { spawn } from 'node:child_process';
 import { background, type Context } from '@berth/context';
 import { Executor, type Reporter, type Target } from '@berth/executor';
 import { emptyBuild, emptyContainer, prepareBuild } from '@berth/pipeline';
+import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
 import { BUSYBOX, median, since, suffix } from './docker-common.ts';
 
 const BYTES = Number(process.env.BENCH_LOG_BYTES ?? 256 * 1024 * 1024);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const MB = 1_000_000;
+const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 /** A reporter that only counts what it receives. */
 class CountingReporter implements Reporter {
@@ -48,23 +57,67 @@ class CountingReporter implements Reporter {
   }
 }
 
-async function viaCli(name: string): Promise<number> {
-  const devNull = openSync('/dev/null', 'w');
+/** CPU ms of a process from /proc/PID/stat: its own (utime + stime) and its reaped children's. */
+function procCpuMs(pid: number | 'self'): { own: number; children: number } | undefined {
   try {
-    const start = performance.now();
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn('docker', ['logs', name], { stdio: ['ignore', devNull, devNull] });
-      child.once('error', reject);
-      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docker logs exited ${code}`))));
-    });
-    return since(start);
-  } finally {
-    closeSync(devNull);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    // After the name: state(3) … utime(14) stime(15) cutime(16) cstime(17), 1-based in proc(5).
+    const at = (field: number): number => fields[field - 3] ?? 0;
+    return { own: (at(14) + at(15)) * TICK_MS, children: (at(16) + at(17)) * TICK_MS };
+  } catch {
+    return undefined;
   }
 }
 
-const ctx = background();
-const runtime = await dockerRuntime().create(ctx, { workerId: `bench-${suffix()}` });
+/** dockerd's pid when it runs on this machine (and this process may read /proc of it). */
+function dockerdPid(): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'latin1').trim() === 'dockerd') return Number(entry);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return undefined;
+}
+const DOCKERD = process.env.DOCKER_HOST ? undefined : dockerdPid();
+
+interface Reading {
+  ms: number;
+  /** CPU of the reader: this process, or the docker CLI. */
+  cpuMs: number;
+  /** CPU of dockerd while it served the reading. */
+  engineCpuMs: number | undefined;
+}
+
+/** Times `read`, with the CPU this process (or, with `child`, its children) and dockerd spent meanwhile. */
+async function measure(read: () => Promise<void>, child = false): Promise<Reading> {
+  const engineBefore = DOCKERD === undefined ? undefined : procCpuMs(DOCKERD)?.own;
+  const selfBefore = procCpuMs('self');
+  const cpuBefore = process.cpuUsage();
+  const start = performance.now();
+  await read();
+  const ms = since(start);
+  const cpu = process.cpuUsage(cpuBefore);
+  const engineAfter = DOCKERD === undefined ? undefined : procCpuMs(DOCKERD)?.own;
+  const cpuMs = child ? (procCpuMs('self')?.children ?? 0) - (selfBefore?.children ?? 0) : Math.round((cpu.user + cpu.system) / 1000);
+  return { ms, cpuMs, engineCpuMs: engineBefore === undefined || engineAfter === undefined ? undefined : engineAfter - engineBefore };
+}
+
+function viaCli(name: string): Promise<void> {
+  const devNull = openSync('/dev/null', 'w');
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn('docker', ['logs', name], { stdio: ['ignore', devNull, devNull] });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docker logs exited ${code}`))));
+  }).finally(() => closeSync(devNull));
+}
+
 const secrets = Array.from({ length: 10 }, (_, i) => ({
   name: `secret${i}`,
   value: `bench-secret-${i}-${suffix()}${'x'.repeat(i * 4)}`,
@@ -75,80 +128,119 @@ const secrets = Array.from({ length: 10 }, (_, i) => ({
   pull: 'build_start',
 }));
 const line = 'x'.repeat(1023);
-const build = prepareBuild(
-  emptyBuild({
-    secrets,
-    steps: [emptyContainer({ name: 'writer', image: BUSYBOX, pull: 'never', entrypoint: ['/bin/sh', '-c'], commands: [`yes '${line}' | head -c ${BYTES}`] })],
-  }),
-  { org: 'bench', repo: `logs${suffix()}`, number: 1 },
-);
-const reporter = new CountingReporter();
-const executor = new Executor({ build, runtime, reporter, logs: { limits: { maxBytes: Infinity } } });
-// The worker gives back what start-up left in V8's young generation once it is up and idle, before
-// it claims a build (apps/worker/src/daemon/memory.ts): the same memory-reducing collection here,
-// at the same point, so the figure is the log path's, not this process's module loading's.
-const gc = (globalThis as { gc?: (options: object) => void }).gc;
-if (gc === undefined) throw new Error('run with node --expose-gc (the package scripts do)');
-gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-const step = executor.build.steps[0]!;
+
+// The worker gives back what start-up left in V8's young generation once it is up and idle, and
+// after each build (apps/worker/src/daemon/memory.ts): the same memory-reducing collection here,
+// at the same points, so the figure is the log path's, not this process's module loading's.
+const exposedGc = (globalThis as { gc?: (options: object) => void }).gc;
+if (exposedGc === undefined) throw new Error('run with node --expose-gc (the package scripts do)');
+const gc = exposedGc;
+
+interface Round {
+  executor: Reading;
+  cli: Reading;
+  tailOnly: Reading;
+  ratio: number;
+  appends: number;
+  rssBeforeMb: number;
+  peakRssMb: number;
+}
+
+/** One build: its step writes the log; then the executor's path, `docker logs` and the bare tail read it. */
+async function round(ctx: Context, runtime: Runtime, index: number): Promise<Round> {
+  const build = prepareBuild(
+    emptyBuild({
+      secrets,
+      steps: [emptyContainer({ name: 'writer', image: BUSYBOX, pull: 'never', entrypoint: ['/bin/sh', '-c'], commands: [`yes '${line}' | head -c ${BYTES}`] })],
+    }),
+    { org: 'bench', repo: `logs${suffix()}`, number: index + 1 },
+  );
+  const reporter = new CountingReporter();
+  const executor = new Executor({ build, runtime, reporter, logs: { limits: { maxBytes: Infinity } } });
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  const step = executor.build.steps[0]!;
+  try {
+    await executor.createBuild(ctx);
+    await executor.planBuild(ctx);
+    await executor.assembleBuild(ctx);
+    // Run the step to its end without streaming (nobody serves the stream requests yet), so the
+    // executor's path and `docker logs` read the same finished log.
+    await executor.planStep(ctx, step);
+    await executor.execStep(ctx, step);
+
+    const rssBefore = process.memoryUsage.rss();
+    let peakRss = rssBefore;
+    const viaExecutor = async (): Promise<Reading> => {
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 20);
+      try {
+        return await measure(() => executor.streamStep(ctx, step));
+      } finally {
+        clearInterval(sampler);
+        peakRss = Math.max(peakRss, process.memoryUsage.rss());
+      }
+    };
+    // Alternate which reads first: the second may find more of the log file in the page cache.
+    let executorReading: Reading;
+    let cli: Reading;
+    if (index % 2 === 0) {
+      executorReading = await viaExecutor();
+      cli = await measure(() => viaCli(step.id), true);
+    } else {
+      cli = await measure(() => viaCli(step.id), true);
+      executorReading = await viaExecutor();
+    }
+    // The log also holds the script's trace line (`$ yes …`), so at least BYTES arrive.
+    if (!reporter.closed || reporter.bytes < BYTES) throw new Error(`the reporter received ${reporter.bytes} bytes, not ${BYTES}`);
+    // The runtime's tail alone (no masking, no reporter), for reference.
+    let rawBytes = 0;
+    const tailOnly = await measure(async () => {
+      for await (const chunk of await runtime.tailContainer(ctx, step)) rawBytes += (chunk as Buffer).length;
+    });
+    if (rawBytes < BYTES) throw new Error(`tailContainer gave ${rawBytes} bytes`);
+    return {
+      executor: executorReading,
+      cli,
+      tailOnly,
+      ratio: Math.round((cli.ms / executorReading.ms) * 1000) / 1000,
+      appends: reporter.appends,
+      rssBeforeMb: Math.round(rssBefore / MB),
+      peakRssMb: Math.round(peakRss / MB),
+    };
+  } finally {
+    await executor.destroyBuild(ctx);
+  }
+}
+
+const ctx = background();
+const runtime = await dockerRuntime().create(ctx, { workerId: `bench-${suffix()}` });
+const rounds: Round[] = [];
+const mibps = (ms: number): number => Math.round((BYTES / 1024 / 1024 / (ms / 1000)) * 10) / 10;
+const load = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 try {
-  await executor.createBuild(ctx);
-  await executor.planBuild(ctx);
-  await executor.assembleBuild(ctx);
-  // Run the step to its end without streaming (nobody serves the stream requests yet), so the
-  // executor's path and `docker logs` read the same finished log.
-  await executor.planStep(ctx, step);
-  await executor.execStep(ctx, step);
-
-  const rssBefore = process.memoryUsage.rss();
-  let peakRss = rssBefore;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 20);
-  const cpuBefore = process.cpuUsage();
-  const start = performance.now();
-  await executor.streamStep(ctx, step);
-  const executorMs = since(start);
-  const cpu = process.cpuUsage(cpuBefore);
-  clearInterval(sampler);
-  peakRss = Math.max(peakRss, process.memoryUsage.rss());
-  // The log also holds the script's trace line (`$ yes …`), so at least BYTES arrive.
-  if (!reporter.closed || reporter.bytes < BYTES) throw new Error(`the reporter received ${reporter.bytes} bytes, not ${BYTES}`);
-
-  // The runtime's tail alone (no masking, no reporter), for reference.
-  const rawStart = performance.now();
-  let rawBytes = 0;
-  for await (const chunk of await runtime.tailContainer(ctx, step)) rawBytes += (chunk as Buffer).length;
-  const tailOnlyMs = since(rawStart);
-  if (rawBytes < BYTES) throw new Error(`tailContainer gave ${rawBytes} bytes`);
-  const cliMs: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) cliMs.push(await viaCli(step.id));
-  const cli = median(cliMs);
-  const mibps = (ms: number) => Math.round((BYTES / 1024 / 1024 / (ms / 1000)) * 10) / 10;
-  const figures = {
-    bytes: BYTES,
-    delivered: reporter.bytes,
-    appends: reporter.appends,
-    executorMs,
-    executorCpuMs: Math.round((cpu.user + cpu.system) / 1000),
-    tailOnlyMs,
-    cliMs,
-    executorMiBps: mibps(executorMs),
-    cliMiBps: mibps(cli),
-    ratio: Math.round((cli / executorMs) * 1000) / 1000,
-    rssBeforeMb: Math.round(rssBefore / MB),
-    peakRssMb: Math.round(peakRss / MB),
-    maxRssMb: Math.round((process.resourceUsage().maxRSS * 1024) / MB),
-  };
-  const packages = import.meta.resolve('@berth/executor').includes('/dist/') ? 'compiled (dist/)' : 'from source';
-  console.log(
-    `executor log path, packages ${packages}, load ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}: ${JSON.stringify(figures)}`,
-  );
-  console.log(
-    `executor log path: ${figures.executorMiBps} MiB/s vs docker logs ${figures.cliMiBps} MiB/s: ratio ${figures.ratio} (target >= 1.0); peak RSS ${figures.peakRssMb} MB (target <= 120)`,
-  );
+  for (let i = 0; i < ROUNDS; i++) {
+    const result = await round(ctx, runtime, i);
+    rounds.push(result);
+    console.log(`round ${i + 1}/${ROUNDS} (${i % 2 === 0 ? 'executor first' : 'docker logs first'}), load ${load()}: ${JSON.stringify(result)}`);
+  }
 } finally {
-  await executor.destroyBuild(ctx);
   await runtime.close();
 }
+const med = (pick: (r: Round) => number | undefined): number | undefined => {
+  const values = rounds.map(pick).filter((v): v is number => v !== undefined);
+  return values.length === 0 ? undefined : Math.round(median(values));
+};
+const packages = import.meta.resolve('@berth/executor').includes('/dist/') ? 'compiled (dist/)' : 'from source';
+const engine = (value: number | undefined): string => (value === undefined ? 'n/a (dockerd not local)' : `${value} ms`);
+console.log(
+  [
+    `executor log path, ${BYTES} bytes, ${ROUNDS} rounds, packages ${packages}, load ${load()}:`,
+    `  executor ${mibps(med((r) => r.executor.ms) ?? 0)} MiB/s vs docker logs ${mibps(med((r) => r.cli.ms) ?? 0)} MiB/s: ratio ${median(rounds.map((r) => r.ratio))} (rounds ${rounds.map((r) => r.ratio).join(', ')}; target >= 1.0)`,
+    `  reader CPU: executor ${med((r) => r.executor.cpuMs)} ms (tail alone ${med((r) => r.tailOnly.cpuMs)} ms) vs docker CLI ${med((r) => r.cli.cpuMs)} ms`,
+    `  dockerd CPU serving them: ${engine(med((r) => r.executor.engineCpuMs))} vs ${engine(med((r) => r.cli.engineCpuMs))}`,
+    `  peak RSS ${Math.max(...rounds.map((r) => r.peakRssMb))} MB (before streaming ${Math.max(...rounds.map((r) => r.rssBeforeMb))} MB; target <= 120)`,
+  ].join('\n'),
+);
