@@ -4,16 +4,17 @@
  */
 import { hostname } from 'node:os';
 import { background, type Context, DeadlineExceeded, errOf, isContextError, TaskGroup, withoutCancel } from '@berth/context';
-import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Secret, type Stage, shouldExecute } from '@berth/pipeline';
+import { type Build, type Container, emptyContainer, type RuleData, RulesetError, type Stage, shouldExecute } from '@berth/pipeline';
 import type { Runtime, RuntimeEvent } from '@berth/runtime';
 import { type BuildContexts, type BuildContextState, type Deferred, deferred, makeBuildContexts, untilDone } from './build/contexts.ts';
 import { type DestroyOptions, removeBuildResources, removeContainerOf } from './build/destroy.ts';
-import { credentialsOf, maskSecrets, prepareEnvironment, type WorkerVariables } from './build/environment.ts';
+import { BuildSecrets } from './build/build-secrets.ts';
+import { prepareEnvironment, type WorkerVariables } from './build/environment.ts';
 import { checkStages, describeRuntimeError, knownNames } from './build/checks.ts';
 import { ContainerRun, copyBuild } from './build/container-run.ts';
 import { LogStreams } from './build/log-streams.ts';
 import {
-  finalBuildOutcome,
+  BuildRecord,
   initFailureStatus,
   type Interruption,
   interruptedOutcome,
@@ -29,7 +30,7 @@ import type { LogLimits } from './log/cap.ts';
 import { BuildOutputs } from './outputs/build-outputs.ts';
 import { missingImageNames, OUTPUTS_DIR } from './outputs/outputs.ts';
 import { type BuildReport, nullReporter, type Reporter, type StepReport } from './reporter.ts';
-import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet, toLoadedSecret } from './secrets.ts';
+import { injectSecrets, type LoadedSecret, type SecretLoader, type SecretSet } from './secrets.ts';
 import { isFinal, type Status, statusOfExit } from './status.ts';
 
 /** Where the executor writes what it does, for the worker's own log. All optional. */
@@ -129,17 +130,10 @@ export class Executor {
   readonly #init: ContainerRun;
   readonly #stageDone = new Map<string, Deferred>();
   /** Secrets loaded so far (by secret name). */
-  readonly #secrets = new Map<string, LoadedSecret>();
+  readonly #secrets: BuildSecrets;
   readonly #outputs: BuildOutputs;
 
-  #status: Status = 'pending';
-  #started: number | undefined;
-  #finished: number | undefined;
-  #error: string | undefined;
-  #failed = false;
-  #canceled = false;
-  #cancelCause: unknown;
-  #timedOut = false;
+  readonly #record = new BuildRecord();
   #reportCtx: Context = background();
   #execCtx: Context | undefined;
   #contexts: BuildContextState | undefined;
@@ -157,6 +151,14 @@ export class Executor {
     this.#host = options.host ?? hostname();
     this.#log = maskedLogger(options.logger ?? {}, (text) => this.#mask(text));
     this.#outputs = new BuildOutputs(this.runtime, options.outputs === true);
+    this.#secrets = new BuildSecrets({
+      loader: options.loadSecret,
+      maskedOutputs: () => this.#outputs.maskedValues(),
+      onLoaded: (value) => {
+        this.#init.writer?.addSecrets(value);
+        for (const run of this.#runs.values()) run.writer?.addSecrets(value);
+      },
+    });
 
     const initStep = this.build.steps.find((s) => s.name === INIT_NAME) ?? this.build.stages.find((s) => s.name === INIT_NAME)?.steps[0];
     this.#init = new ContainerRun('init', initStep ?? emptyContainer({ id: `${this.build.id}_init`, name: INIT_NAME, image: INIT_IMAGE }));
@@ -175,7 +177,7 @@ export class Executor {
       logger: this.#log,
       logs: options.logs ?? {},
       streamGraceMs: this.#streamGraceMs,
-      secretsFor: (run) => this.#secretsFor(run),
+      secretsFor: (run) => this.#secrets.valuesFor(run.container),
     });
   }
 
@@ -204,25 +206,21 @@ export class Executor {
    * executor driven with contexts of its own only records the cancel — cancel those yourself.
    */
   cancelBuild(cause?: unknown): void {
-    if (this.#destroyed || isFinal(this.#status) || this.#contexts?.released === true) return;
-    this.#canceled = true;
-    this.#cancelCause = cause;
+    if (this.#destroyed || isFinal(this.#record.status) || this.#contexts?.released === true) return;
+    this.#record.cancel(cause);
     this.#contexts?.cancel(cause ?? new Error('build canceled'));
   }
 
   /** The build's status now. */
   get status(): Status {
-    return this.#status;
+    return this.#record.status;
   }
 
   /** The build's report now. */
   report(): BuildReport {
     return {
       id: this.build.id,
-      status: this.#status,
-      ...(this.#started === undefined ? {} : { started: this.#started }),
-      ...(this.#finished === undefined ? {} : { finished: this.#finished }),
-      ...(this.#error === undefined ? {} : { error: this.#error }),
+      ...this.#record.reportFields(),
       runtime: this.runtime.name,
       host: this.#host,
       distribution: 'linux',
@@ -242,8 +240,7 @@ export class Executor {
    */
   async createBuild(ctx: Context): Promise<void> {
     this.#enter(ctx);
-    this.#status = 'running';
-    this.#started = Date.now();
+    this.#record.start();
     this.#unregisterEvents = this.#options.events?.register(this.build.id, (event) => this.#onRuntimeEvent(event));
     await this.#reportBuild();
     await this.#phase(ctx, 'create', async () => {
@@ -288,7 +285,7 @@ export class Executor {
           await this.#initLine(`> Skipping pull: secret <${secret.name}> lazy loaded\n`);
           continue;
         }
-        await this.#loadSecret(ctx, secret);
+        await this.#secrets.load(ctx, secret);
         await this.#initLine(`> Loaded secret <${secret.name}> (engine ${secret.engine || 'native'}, type ${secret.type || 'repo'})\n`);
       }
     });
@@ -349,7 +346,7 @@ export class Executor {
         }
         for (const step of this.build.steps) {
           if (step === this.#init.container) continue;
-          await this.#runStep(ctx, step, () => this.#ruleStatus());
+          await this.#runStep(ctx, step, () => this.#record.ruleStatus);
         }
         const stages = this.build.stages.filter((s) => s.name !== INIT_NAME);
         if (stages.length > 0) {
@@ -414,17 +411,16 @@ export class Executor {
       // Each removal in its own budget: a slow one never starves the next.
       await removeBuildResources(ctx, this.build, this.#destroyOptions());
       if (!isFinal(this.#init.status)) {
-        this.#init.status = initFailureStatus(this.#canceled);
+        this.#init.status = initFailureStatus(this.#record.canceled);
         this.#init.finished = Date.now();
-        this.#init.error ??= this.#error;
+        this.#init.error ??= this.#record.error;
         await this.#reportStep(this.#init);
       }
       await this.#closeInit();
     } finally {
       this.#unregisterEvents?.();
       this.#unregisterEvents = undefined;
-      this.#status = this.#finalStatus();
-      this.#finished = Date.now();
+      this.#record.finish();
       await this.#reportBuild();
     }
   }
@@ -493,9 +489,9 @@ export class Executor {
     for (const ref of container.secrets) {
       const secret = this.build.secrets.find((s) => s.name === ref.source);
       if (secret === undefined || secret.origin !== null) continue;
-      if (secret.pull !== 'step_start' && this.#secrets.has(secret.name)) continue;
-      if (!this.#secrets.has(secret.name)) await this.#containerCall(run, 'exec', () => this.#loadSecret(ctx, secret), ctx);
-      const loaded = this.#secrets.get(secret.name);
+      if (secret.pull !== 'step_start' && this.#secrets.loaded.has(secret.name)) continue;
+      if (!this.#secrets.loaded.has(secret.name)) await this.#containerCall(run, 'exec', () => this.#secrets.load(ctx, secret), ctx);
+      const loaded = this.#secrets.loaded.get(secret.name);
       if (loaded !== undefined) late.set(secret.name, loaded);
     }
     // They arrive after substitution: they only reach the environment.
@@ -527,7 +523,7 @@ export class Executor {
     if (run.status === 'failure') {
       const reason = exit.reason !== undefined && !['', 'Error', 'Completed'].includes(exit.reason) ? ` (${exit.reason})` : '';
       run.error = `exited with code ${exit.exitCode}${reason}`;
-      if (!container.ruleset.continue) this.#failed = true;
+      if (!container.ruleset.continue) this.#record.stepFailed();
     }
     await this.#reportStep(run);
   }
@@ -580,7 +576,7 @@ export class Executor {
     let stageFailed = false;
     for (const step of stage.steps) {
       const run = this.#run(step);
-      await this.#runStep(ctx, step, () => (stage.independent ? (stageFailed ? 'failure' : 'running') : this.#ruleStatus()));
+      await this.#runStep(ctx, step, () => (stage.independent ? (stageFailed ? 'failure' : 'running') : this.#record.ruleStatus));
       if (run.status === 'failure' && !step.ruleset.continue) stageFailed = true;
     }
   }
@@ -602,11 +598,6 @@ export class Executor {
     const run = this.#runs.get(container.id);
     if (run === undefined) throw new ExecutorError('exec', `container "${container.name}"`, `${container.id} is not part of build ${this.build.id}`);
     return run;
-  }
-
-  /** The build status rulesets see: `failure` once a step failed without `continue`, else `running`. */
-  #ruleStatus(): string {
-    return this.#failed ? 'failure' : 'running';
   }
 
   async #runStep(ctx: Context, step: Container, status: () => string): Promise<void> {
@@ -643,7 +634,7 @@ export class Executor {
   async #setupWithOutputs(ctx: Context, run: ContainerRun, template: Container): Promise<void> {
     const fresh = structuredClone(template);
     run.notes.length = 0;
-    this.#note(run, prepareEnvironment(fresh, 'step', this.#workerVariables(), this.#secrets, this.#outputs.current));
+    this.#note(run, prepareEnvironment(fresh, 'step', this.#workerVariables(), this.#secrets.loaded, this.#outputs.current));
     const missing = missingImageNames(template.image, fresh.environment);
     if (missing.length > 0) {
       const names = missing.map((name) => `\${${name}}`).join(', ');
@@ -743,16 +734,12 @@ export class Executor {
     const exec = this.#execCtx;
     const buildCanceled = build !== undefined && !build.released && build.build.signal.aborted;
     const why = interruptionOf({
-      canceled: this.#canceled,
+      canceled: this.#record.canceled,
       buildCanceled,
       deadline: ctx.err() instanceof DeadlineExceeded || exec?.err() instanceof DeadlineExceeded,
       execCanceled: exec !== undefined && exec.signal.aborted,
     });
-    if (why === 'timeout') this.#timedOut = true;
-    if (why === 'canceled' && !this.#canceled) {
-      this.#canceled = true;
-      this.#cancelCause = buildCanceled ? build.build.cause() : exec?.cause();
-    }
+    this.#record.interrupted(why, () => (buildCanceled ? build.build.cause() : exec?.cause()));
     return why;
   }
 
@@ -776,36 +763,25 @@ export class Executor {
   #recordFailure(ctx: Context, phase: Phase, error: unknown): void {
     if (ctx.signal.aborted) {
       const why = this.#interruption(ctx);
-      if (why === 'timeout') this.#error ??= timeoutMessage(this.#timeoutMs);
+      if (why === 'timeout') this.#record.errored(timeoutMessage(this.#timeoutMs));
       // A cancelled build says so in its final status; anything else is the error that stopped it.
-      else if (why === 'stopped') this.#error ??= this.#mask(messageOf(error));
+      else if (why === 'stopped') this.#record.errored(this.#mask(messageOf(error)));
       return;
     }
-    this.#error ??= this.#mask(error instanceof ExecutorError ? error.message : this.#executorError(phase, '', error).message);
+    this.#record.errored(this.#mask(error instanceof ExecutorError ? error.message : this.#executorError(phase, '', error).message));
   }
 
   async #failInit(): Promise<void> {
     const init = this.#init;
     if (isFinal(init.status)) return;
-    init.status = initFailureStatus(this.#canceled);
+    const error = this.#record.error;
+    init.status = initFailureStatus(this.#record.canceled);
     init.finished = Date.now();
     init.started ??= init.finished;
-    init.error = this.#error;
-    if (this.#error !== undefined) await this.#initLine(`> ${this.#error}\n`);
+    init.error = error;
+    if (error !== undefined) await this.#initLine(`> ${error}\n`);
     await this.#closeInit();
     await this.#reportStep(init);
-  }
-
-  #finalStatus(): Status {
-    const { status, error } = finalBuildOutcome({
-      canceled: this.#canceled,
-      cancelCause: this.#cancelCause,
-      error: this.#error,
-      status: this.#status,
-      failed: this.#failed,
-    });
-    this.#error = error;
-    return status;
   }
 
   /**
@@ -815,7 +791,7 @@ export class Executor {
    * container may not have are withheld and noted at the head of its log.
    */
   #prepareEnvironment(run: ContainerRun): void {
-    this.#note(run, prepareEnvironment(run.container, run.kind, this.#workerVariables(), this.#secrets));
+    this.#note(run, prepareEnvironment(run.container, run.kind, this.#workerVariables(), this.#secrets.loaded));
   }
 
   #workerVariables(): WorkerVariables {
@@ -827,7 +803,7 @@ export class Executor {
     };
   }
 
-  #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets): void {
+  #injectSecrets(run: ContainerRun, set: SecretSet, secrets: ReadonlyMap<string, LoadedSecret> = this.#secrets.loaded): void {
     this.#note(run, injectSecrets(run.container, secrets, set));
   }
 
@@ -839,31 +815,13 @@ export class Executor {
     }
   }
 
-  async #loadSecret(ctx: Context, secret: Secret): Promise<void> {
-    const loaded = toLoadedSecret(this.#options.loadSecret === undefined ? secret.value : await this.#options.loadSecret(ctx, secret));
-    this.#secrets.set(secret.name, loaded);
-    this.#init.writer?.addSecrets(loaded.value);
-    for (const run of this.#runs.values()) run.writer?.addSecrets(loaded.value);
-  }
-
-  /** Every secret value loaded so far. */
-  #secretValues(): string[] {
-    return [...[...this.#secrets.values()].map((secret) => secret.value), ...this.#outputs.maskedValues()];
-  }
-
-  /** Every value masked in this container's log: the build's secrets and the container's credentials. */
-  #secretsFor(run: ContainerRun): string[] {
-    return [...this.#secretValues(), ...credentialsOf(run.container)];
-  }
-
   /**
    * `text` (an error or a message the executor builds) with every form of every secret loaded so
    * far and of every credential the executor set in a container (VELA_NETRC_PASSWORD, tokens) masked.
    */
   #mask(text: string): string {
-    return maskSecrets(
+    return this.#secrets.mask(
       text,
-      this.#secretValues(),
       [this.#init, ...this.#runs.values()].map((run) => run.container),
     );
   }
@@ -900,12 +858,7 @@ export class Executor {
     // A slow stream waits in its own budget (the stream itself is cut by the log-streaming grace).
     await removeContainerOf(ctx, run, (budget) => this.#streams.waitFor(budget, run), this.#destroyOptions());
     if (!run.streaming && run.writer !== undefined) await run.writer.close();
-    const outcome = unfinishedOutcome(run, {
-      canceled: this.#canceled,
-      timedOut: this.#timedOut,
-      errored: this.#error !== undefined,
-      timeoutMs: this.#timeoutMs,
-    });
+    const outcome = unfinishedOutcome(run, this.#record.facts(this.#timeoutMs));
     if (outcome !== undefined) {
       if (outcome.how === 'interrupted') {
         this.#markInterrupted(run, outcome);

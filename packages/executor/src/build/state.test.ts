@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finalBuildOutcome, formatDuration, initFailureStatus, interruptedOutcome, interruptionOf, unfinishedOutcome } from './state.ts';
+import { BuildRecord, finalBuildOutcome, formatDuration, initFailureStatus, interruptedOutcome, interruptionOf, unfinishedOutcome } from './state.ts';
 
 const none = { canceled: false, buildCanceled: false, deadline: false, execCanceled: false };
 const facts = { canceled: false, timedOut: false, errored: false, timeoutMs: 300 };
@@ -68,5 +68,52 @@ describe('finalBuildOutcome and the init step', () => {
     expect(formatDuration(150)).toBe('150ms');
     expect(formatDuration(2500)).toBe('2.5s');
     expect(formatDuration(3_723_000)).toBe('1h 2m 3s');
+  });
+});
+
+describe('BuildRecord', () => {
+  it('is pending with no times until it starts; finishes by the final rule with its end time', () => {
+    const record = new BuildRecord();
+    expect(record.reportFields()).toEqual({ status: 'pending' });
+    record.finish(20);
+    expect(record.reportFields()).toEqual({ status: 'killed', finished: 20 });
+    const ran = new BuildRecord();
+    ran.start(10);
+    expect(ran.reportFields()).toEqual({ status: 'running', started: 10 });
+    expect(ran.ruleStatus).toBe('running');
+    ran.stepFailed();
+    expect(ran.ruleStatus).toBe('failure');
+    ran.finish(30);
+    expect(ran.reportFields()).toEqual({ status: 'failure', started: 10, finished: 30 });
+  });
+
+  it('keeps the first error; a cancel wins over it at the end, with the reason of the first cancel seen', () => {
+    const record = new BuildRecord();
+    record.start(1);
+    record.errored('first');
+    record.errored('second');
+    expect(record.error).toBe('first');
+    expect(record.facts(300)).toEqual({ canceled: false, timedOut: false, errored: true, timeoutMs: 300 });
+    record.interrupted('canceled', () => new Error('worker draining'));
+    record.interrupted('canceled', () => new Error('not this one'));
+    record.finish(2);
+    expect(record.reportFields()).toMatchObject({ status: 'canceled', error: 'first' });
+    const plain = new BuildRecord();
+    plain.start(1);
+    plain.interrupted('canceled', () => new Error('worker draining'));
+    plain.finish(2);
+    expect(plain.error).toBe('the build was canceled: worker draining');
+  });
+
+  it('records a timeout for the rules, and a cancel asked for with its cause', () => {
+    const record = new BuildRecord();
+    record.interrupted('timeout', () => undefined);
+    record.interrupted('stopped', () => undefined);
+    expect(record.facts(5)).toEqual({ canceled: false, timedOut: true, errored: false, timeoutMs: 5 });
+    record.cancel(new Error('from the API'));
+    expect(record.canceled).toBe(true);
+    record.start(1);
+    record.finish(2);
+    expect(record.reportFields()).toMatchObject({ status: 'canceled', error: 'the build was canceled: from the API' });
   });
 });

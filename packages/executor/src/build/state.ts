@@ -133,3 +133,103 @@ export function finalBuildOutcome(facts: FinalFacts): { status: Status; error: s
   if (facts.status === 'pending') return { status: 'killed', error: undefined };
   return { status: facts.failed ? 'failure' : 'success', error: undefined };
 }
+
+/**
+ * What has happened to the build so far — the facts the rules above read — and its status, times
+ * and error for its report. The Executor records; the rules decide.
+ */
+export class BuildRecord {
+  #status: Status = 'pending';
+  #started: number | undefined;
+  #finished: number | undefined;
+  #error: string | undefined;
+  #failed = false;
+  #canceled = false;
+  #cancelCause: unknown;
+  #timedOut = false;
+
+  /** `pending`, `running` from createBuild, final at the end of destroyBuild. */
+  get status(): Status {
+    return this.#status;
+  }
+
+  /** The error that stopped the build (masked), once one did. */
+  get error(): string | undefined {
+    return this.#error;
+  }
+
+  /** The build was cancelled (cancelBuild, or a cancel seen when work stopped). */
+  get canceled(): boolean {
+    return this.#canceled;
+  }
+
+  /** A step failed without `continue`. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  /** The build status rulesets see: `failure` once a step failed without `continue`, else `running`. */
+  get ruleStatus(): string {
+    return this.#failed ? 'failure' : 'running';
+  }
+
+  /** The build started running. */
+  start(now = Date.now()): void {
+    this.#status = 'running';
+    this.#started = now;
+  }
+
+  /** A cancel asked for (cancelBuild), with its reason. */
+  cancel(cause: unknown): void {
+    this.#canceled = true;
+    this.#cancelCause = cause;
+  }
+
+  /** Work stopped because its ctx ended, for `why`: a timeout or a cancel (whose reason `cause` gives) is recorded. */
+  interrupted(why: Interruption, cause: () => unknown): void {
+    if (why === 'timeout') this.#timedOut = true;
+    if (why === 'canceled' && !this.#canceled) {
+      this.#canceled = true;
+      this.#cancelCause = cause();
+    }
+  }
+
+  /** The build errored with `message`; the first error stays. */
+  errored(message: string): void {
+    this.#error ??= message;
+  }
+
+  /** A step failed without `continue`. */
+  stepFailed(): void {
+    this.#failed = true;
+  }
+
+  /** The facts destroyBuild's rule ({@link unfinishedOutcome}) reads. */
+  facts(timeoutMs: number): BuildFacts {
+    return { canceled: this.#canceled, timedOut: this.#timedOut, errored: this.#error !== undefined, timeoutMs };
+  }
+
+  /** The build is over: its final status and error by {@link finalBuildOutcome}. */
+  finish(now = Date.now()): void {
+    const { status, error } = finalBuildOutcome({
+      canceled: this.#canceled,
+      cancelCause: this.#cancelCause,
+      error: this.#error,
+      status: this.#status,
+      failed: this.#failed,
+    });
+    this.#status = status;
+    this.#error = error;
+    this.#finished = now;
+  }
+
+  /** Status, times and error, as the build's report carries them. */
+  reportFields(): { status: Status; started?: number; finished?: number; error?: string } {
+    return {
+      status: this.#status,
+      ...(this.#started === undefined ? {} : { started: this.#started }),
+      ...(this.#finished === undefined ? {} : { finished: this.#finished }),
+      ...(this.#error === undefined ? {} : { error: this.#error }),
+    };
+  }
+}
