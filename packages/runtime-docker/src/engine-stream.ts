@@ -11,7 +11,8 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /**
  * GETs `path` (with its query) from the Docker engine over a connection of its own and resolves
  * the answer's body as the connection itself, or `undefined` when the answer is framed in a way
- * this reader does not take (chunked), so the caller asks again through dockerode.
+ * this reader does not take (chunked), or refuses HTTP/1.0 (505), so the caller asks again through
+ * dockerode.
  *
  * Why: the log endpoint flushes once per log line. Over HTTP/1.1 that is one chunk per line, and
  * Node's HTTP client hands each chunk to JavaScript on its own: for a 256 MiB log of 1 KiB lines,
@@ -44,12 +45,20 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
       socket.off('error', onError);
       socket.off('close', onClose);
     };
-    const fail = (error: Error): void => {
+    const drop = (): void => {
       cleanup();
       // A late error of a socket given up on must not become an uncaught exception.
       socket.on('error', ignore);
       socket.destroy();
+    };
+    const fail = (error: Error): void => {
+      drop();
       reject(error);
+    };
+    /** An answer for dockerode to read: this connection is dropped and the caller asks again. */
+    const fallBack = (): void => {
+      drop();
+      resolve(undefined);
     };
     const onError = (error: Error): void => fail(error);
     const onClose = (): void => {
@@ -80,20 +89,17 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
         return;
       }
       const rest = head.subarray(end + 4);
+      // HTTP Version Not Supported: a proxy in front of the engine that takes only HTTP/1.1.
+      if (parsed.status === 505) return fallBack();
       if (parsed.status !== 200) {
         answer = { ...parsed, body: [rest], bodyBytes: rest.length };
         const length = Number(parsed.headers.get('content-length'));
         if (Number.isInteger(length) && answer.bodyBytes >= length) onEnd();
         return;
       }
+      // Not what an engine sends to an HTTP/1.0 request; a proxy in between may.
+      if (/chunked/i.test(parsed.headers.get('transfer-encoding') ?? '')) return fallBack();
       cleanup();
-      if (/chunked/i.test(parsed.headers.get('transfer-encoding') ?? '')) {
-        // Not what an engine sends to an HTTP/1.0 request; a proxy in between may. Let dockerode read it.
-        socket.on('error', ignore);
-        socket.destroy();
-        resolve(undefined);
-        return;
-      }
       socket.pause();
       if (rest.length > 0) socket.unshift(rest);
       resolve(socket);

@@ -78,9 +78,11 @@ describe('getEngineStream', () => {
     expect(mapped.message).toContain('the Docker engine answered 404: No such container: c1');
   });
 
-  it('resolves undefined for a chunked answer (a proxy may send one), so the caller reads it through dockerode', async () => {
+  it('resolves undefined for a chunked answer or a refusal of HTTP/1.0 (a proxy may send either), so the caller reads it through dockerode', async () => {
     const engine = await server((socket) => socket.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'));
     expect(await getEngineStream(engine.dial, 'docker', '/x', background().signal)).toBeUndefined();
+    const strict = await server((socket) => socket.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\n\r\n'));
+    expect(await getEngineStream(strict.dial, 'docker', '/x', background().signal)).toBeUndefined();
   });
 
   it('rejects ECONNRESET when the connection closes before an answer, and on an answer that is not HTTP', async () => {
