@@ -10,6 +10,7 @@ import { isRuntimeError, LABELS, type Runtime, type RuntimeConfig, RuntimeError,
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerRuntime, type DockerRuntimeOptions } from '../src/index.ts';
 import { BUSYBOX, engine, PAUSE, suffix } from './engine.ts';
+import { EngineProxy } from './proxy.ts';
 
 const ctx = background();
 const docker = engine();
@@ -129,6 +130,24 @@ describe('containers', () => {
     expect(await runtime.waitContainer(ctx, container)).toEqual({ exitCode: 0, reason: 'Completed' });
     expect(await logs).toBe('1024\n1234\n/vela/src\nhello $NOT_EXPANDED\n');
     await runtime.removeBuild(ctx, build);
+  });
+
+  it('streams a log through dockerode when a proxy in front of the engine refuses HTTP/1.0 (src/engine-stream.ts)', async () => {
+    const proxy = new EngineProxy(undefined, { refuseHttp10: true });
+    await proxy.open();
+    try {
+      const viaProxy = await newRuntime({}, { socketPath: proxy.path });
+      const build = await newBuild(viaProxy);
+      const container = step(build, 'proxied', { entrypoint: ['/bin/sh', '-c'], commands: ['echo out; echo err >&2; echo end'] });
+      const { exitCode, logs } = await runToEnd(viaProxy, build, container);
+      expect(exitCode).toBe(0);
+      // stdout and stderr are two pipes: the engine may log them in either order.
+      expect(logs.split('\n').sort()).toEqual(['', 'end', 'err', 'out']);
+      expect(proxy.refused).toBeGreaterThan(0);
+      await viaProxy.removeBuild(ctx, build);
+    } finally {
+      await proxy.dispose();
+    }
   });
 
   it('reports a container whose entrypoint does not exist as ContainerFailed, with the engine message', async () => {

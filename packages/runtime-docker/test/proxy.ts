@@ -14,8 +14,17 @@ export class EngineProxy {
   readonly #sockets = new Set<net.Socket>();
   #server: net.Server | undefined;
 
-  constructor(target = engineSocketPath()) {
+  /** Requests answered `505 HTTP Version Not Supported` because they were HTTP/1.0 (see `refuseHttp10`). */
+  refused = 0;
+  readonly #refuseHttp10: boolean;
+
+  /**
+   * With `refuseHttp10`, it plays a proxy in front of the engine that takes only HTTP/1.1: a
+   * connection whose first request is HTTP/1.0 gets a 505 and is closed.
+   */
+  constructor(target = engineSocketPath(), { refuseHttp10 = false } = {}) {
     this.#target = target;
+    this.#refuseHttp10 = refuseHttp10;
     this.#dir = mkdtempSync(path.join(os.tmpdir(), 'berth-engine-proxy-'));
     this.path = path.join(this.#dir, 'docker.sock');
   }
@@ -23,21 +32,40 @@ export class EngineProxy {
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
     const server = net.createServer((client) => {
-      const upstream = net.connect(this.#target);
-      for (const socket of [client, upstream]) {
-        this.#sockets.add(socket);
-        socket.once('close', () => this.#sockets.delete(socket));
-        socket.on('error', () => socket.destroy());
+      if (this.#refuseHttp10) {
+        client.once('data', (first: Buffer) => {
+          const line = first.subarray(0, first.indexOf('\r\n')).toString('latin1');
+          if (line.endsWith('HTTP/1.0')) {
+            this.refused++;
+            client.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+            return;
+          }
+          this.#pipe(client, first);
+        });
+        client.on('error', () => client.destroy());
+        return;
       }
-      client.pipe(upstream).pipe(client);
-      client.once('close', () => upstream.destroy());
-      upstream.once('close', () => client.destroy());
+      this.#pipe(client);
     });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.path, () => resolve());
     });
+  }
+
+  /** Pipes a client to a new connection to the engine, `first` (bytes already read from it) first. */
+  #pipe(client: net.Socket, first?: Buffer): void {
+    const upstream = net.connect(this.#target);
+    for (const socket of [client, upstream]) {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+      socket.on('error', () => socket.destroy());
+    }
+    if (first !== undefined) upstream.write(first);
+    client.pipe(upstream).pipe(client);
+    client.once('close', () => upstream.destroy());
+    upstream.once('close', () => client.destroy());
   }
 
   /** Resets every open connection and stops listening (the socket file goes away). */
