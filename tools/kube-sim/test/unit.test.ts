@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonMergePatch, jsonPatch, matchLabels, parseFieldSelector, parseLabelSelector, strategicMerge } from '../src/index.ts';
+import { nextBookmarkAt } from '../src/api/watch.ts';
 import { ApiError } from '../src/status.ts';
 
 describe('label selectors', () => {
@@ -97,5 +98,20 @@ describe('patches', () => {
     expect(out.spec.containers.map((c) => `${c.name}:${c.image ?? ''}`)).toEqual(['one:pause', 'two:busybox', 'three:']);
     expect(() => jsonPatch(pod, [{ op: 'test', path: '/spec/containers/0/name', value: 'nope' }])).toThrow(/testing value/);
     expect(() => jsonPatch(pod, [{ op: 'replace', path: '/spec/missing/x', value: 1 }])).toThrow(ApiError);
+  });
+});
+
+// cache_watcher.go nextBookmarkTime: a period on, or 2 s before the deadline, and none once that
+// time has come. Go compares in nanoseconds, so "now" after the pretimeout bookmark is always past
+// it; kube-sim's milliseconds often tie, and a tie must not send a second bookmark.
+describe('nextBookmarkAt (cache_watcher.go nextBookmarkTime)', () => {
+  it('is a period on, or 2 s before the deadline when that comes first', () => {
+    expect(nextBookmarkAt(0, 120_000, 60_000)).toBe(60_000);
+    expect(nextBookmarkAt(0, 14_000, 60_000)).toBe(12_000);
+  });
+
+  it('is none once the pretimeout time has come, a tie included', () => {
+    expect(nextBookmarkAt(12_000, 14_000, 60_000)).toBeUndefined();
+    expect(nextBookmarkAt(12_001, 14_000, 60_000)).toBeUndefined();
   });
 });

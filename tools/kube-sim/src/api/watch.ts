@@ -210,15 +210,19 @@ function serveWatchFrom(
   // Bookmarks as the watch cache sends them: about every bookmark period (a minute by default),
   // and one 2 s before the watch's deadline, none after that (kubernetes/kubernetes
   // staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime;
-  // cacher.go defaultBookmarkFrequency = time.Minute).
+  // cacher.go defaultBookmarkFrequency = time.Minute). Simpler than the API server: it fires each
+  // bookmark at its time, where cacher.go's watcherBookmarkTimeBuckets pops watchers in one-second
+  // buckets ("you can get the bookmark within (X-1,X+1)"), so the real pretimeout bookmark can
+  // come up to a second early and then once more.
   let bookmarkTimer: NodeJS.Timeout | undefined;
-  const scheduleBookmark = (): void => {
-    const now = Date.now();
-    const next = Math.min(now + settings.bookmarkIntervalMs, deadline - 2000);
-    if (next < now) return;
+  // A timer can fire a millisecond before Date.now() reaches its time (its clock is the event
+  // loop's, read at the start of the tick): a fired bookmark counts as sent at its time at least.
+  const scheduleBookmark = (now = Date.now()): void => {
+    const next = nextBookmarkAt(now, deadline, settings.bookmarkIntervalMs);
+    if (next === undefined) return;
     bookmarkTimer = setTimeout(() => {
       send({ type: 'BOOKMARK', object: bookmarkObject(resource, store.resourceVersion, false) });
-      scheduleBookmark();
+      scheduleBookmark(Math.max(Date.now(), next));
     }, next - now);
   };
   if (bookmarks) scheduleBookmark();
@@ -238,6 +242,16 @@ function serveWatchFrom(
   const unregister = hub.add(close);
   const unfault = faults.onCloseWatches(close);
   res.on('close', close);
+}
+
+/**
+ * When a watch's next bookmark is due, from `now`: a bookmark period on, or 2 s before the watch's
+ * deadline if that comes first; undefined when that time has passed (kubernetes/kubernetes
+ * staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime).
+ */
+export function nextBookmarkAt(now: number, deadline: number, periodMs: number): number | undefined {
+  const next = Math.min(now + periodMs, deadline - 2000);
+  return next <= now ? undefined : next;
 }
 
 function bookmarkObject(resource: string, rv: number, initialEnd: boolean): unknown {
