@@ -43,7 +43,7 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
       socket.off('data', onData);
       socket.off('end', onEnd);
       socket.off('error', onError);
-      socket.off('close', onClose);
+      socket.off('close', onEnd);
     };
     const drop = (): void => {
       cleanup();
@@ -61,14 +61,13 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
       resolve(undefined);
     };
     const onError = (error: Error): void => fail(error);
-    const onClose = (): void => {
-      if (answer !== undefined) return onEnd();
-      fail(Object.assign(new Error('the Docker engine closed the connection before answering'), { code: 'ECONNRESET' }));
-    };
-    const onEnd = (): void => {
-      if (answer === undefined) return onClose();
-      fail(httpError(answer.status, answer.reason, answer.headers, Buffer.concat(answer.body)));
-    };
+    // The connection ended ('end' or 'close', whichever comes first) before a body was handed on.
+    const onEnd = (): void =>
+      fail(
+        answer === undefined
+          ? Object.assign(new Error('the Docker engine closed the connection before answering'), { code: 'ECONNRESET' })
+          : httpError(answer.status, answer.reason, answer.headers, Buffer.concat(answer.body)),
+      );
     const onData = (chunk: Buffer): void => {
       if (answer !== undefined) {
         // An error answer: keep the start of its body for the message.
@@ -112,7 +111,7 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
     socket.on('data', onData);
     socket.on('end', onEnd);
     socket.on('error', onError);
-    socket.on('close', onClose);
+    socket.on('close', onEnd);
     socket.write(`GET ${path} HTTP/1.0\r\nHost: ${host}\r\nUser-Agent: berth\r\nAccept: application/vnd.docker.multiplexed-stream\r\n\r\n`);
   });
 }

@@ -13,8 +13,10 @@ import { toRuntimeError } from '../src/errors.ts';
 
 /**
  * The wire forms getEngineStream must take, written byte for byte by a TCP server: what dockerd's
- * Go server answers to an HTTP/1.0 GET (a close-delimited body; an error with Content-Length), and
- * what a proxy in front of it might (a chunked body). The real engine is read in docker.test.ts,
+ * Go server answers to an HTTP/1.0 GET (golang/go src/net/http/server.go chunkWriter.writeHeader:
+ * "HTTP version < 1.1: cannot do chunked transfer encoding …, signal EOF by closing connection",
+ * so a close-delimited body; an error with its Content-Length), and what a proxy in front of it
+ * might send (a chunked body, or a 505 to HTTP/1.0). The real engine is read in docker.test.ts,
  * conformance.test.ts and engine-loss.test.ts, which all stream logs through it.
  */
 const servers: net.Server[] = [];
