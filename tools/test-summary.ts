@@ -12,7 +12,11 @@ interface VitestJsonReport {
   numPendingTests: number;
   numTodoTests: number;
   numFailedTestSuites: number;
+  testResults?: { assertionResults?: { fullName?: string; status?: string }[] }[];
 }
+
+/** Tests of the real-cluster lane are named so (tools/kube-cluster; "on real cluster", "(real cluster)"). */
+const REAL_CLUSTER = /real cluster/;
 
 const [reportDir = '.reports/vitest', turboStatus = '0', seconds = '0', ...failedSteps] = process.argv.slice(2);
 const reports = existsSync(reportDir)
@@ -25,6 +29,7 @@ let failed = 0;
 let skipped = 0;
 let brokenSuites = 0;
 const rows: string[] = [];
+const lane = { passed: 0, failed: 0, skipped: 0 };
 for (const file of reports) {
   const report = JSON.parse(readFileSync(path.join(reportDir, file), 'utf8')) as VitestJsonReport;
   passed += report.numPassedTests;
@@ -32,6 +37,14 @@ for (const file of reports) {
   skipped += report.numPendingTests + report.numTodoTests;
   // A test file that failed to load counts no test but fails its suite.
   if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) brokenSuites += report.numFailedTestSuites;
+  for (const result of report.testResults ?? []) {
+    for (const test of result.assertionResults ?? []) {
+      if (!REAL_CLUSTER.test(test.fullName ?? '')) continue;
+      if (test.status === 'passed') lane.passed += 1;
+      else if (test.status === 'failed') lane.failed += 1;
+      else lane.skipped += 1;
+    }
+  }
   const name = file.replace(/\.json$/, '').replace('__', '/');
   rows.push(
     `  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped`,
@@ -40,6 +53,7 @@ for (const file of reports) {
 
 console.log(`\n==> summary (${seconds} s)`);
 if (rows.length > 0) console.log(rows.join('\n'));
+console.log(`  of which on the real Kubernetes cluster: ${lane.passed} passed, ${lane.failed} failed, ${lane.skipped} skipped`);
 const problems = [...failedSteps];
 if (Number(turboStatus) !== 0) problems.push(`a package's test task failed (turbo exit ${turboStatus})`);
 if (brokenSuites > 0) problems.push(`${brokenSuites} test file(s) failed to load`);

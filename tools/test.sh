@@ -5,12 +5,14 @@
 #   2. a Docker engine that answers                  (tools/docker-engine.sh)
 #   3. the local test images                         (tools/images/build.sh)
 #   4. a Redis server for the worker's queue tests    (tools/redis.sh)
-#   5. the dependency-boundary check                 (tools/deps)
-#   6. formatting (prettier) and unused code (knip)
-#   7. typecheck and lint of every package            (turbo)
-#   8. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
+#   5. a real single-node Kubernetes cluster          (tools/kube-cluster; the first run on a machine
+#      builds its binaries from the Go module proxy: about 5–10 minutes on 2 cores, then cached)
+#   6. the dependency-boundary check                 (tools/deps)
+#   7. formatting (prettier) and unused code (knip)
+#   8. typecheck and lint of every package            (turbo)
+#   9. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
-#   9. every package's tests, each writing a JSON report; the totals end the output:
+#  10. every package's tests (the real-cluster lane among them), each writing a JSON report; the totals end the output:
 #      `tests: N passed, N failed[, N skipped]`
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
@@ -34,6 +36,24 @@ if [ -f tools/redis.sh ]; then
 fi
 
 failed_steps=()
+# The real cluster: its lane (runtime-kubernetes conformance, the executor's matrix) is required, so a
+# cluster that cannot start fails those tests with the reason rather than skipping them. A cluster
+# this command started is stopped before the summary; one that was running already is left running.
+step "real Kubernetes cluster (tools/kube-cluster)"
+export BERTH_REAL_CLUSTER=required
+cluster_started=false
+if bash tools/kube-cluster/cluster.sh running; then
+  echo "[kube-cluster] already running: left running afterwards"
+else
+  cluster_started=true
+  trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
+fi
+if bash tools/kube-cluster/cluster.sh start; then
+  export "$(bash tools/kube-cluster/cluster.sh env | sed 's/^KUBECONFIG=/BERTH_REAL_KUBECONFIG=/')"
+else
+  failed_steps+=("real Kubernetes cluster: it did not start (see the \"real Kubernetes cluster\" step)")
+fi
+
 step "dependency boundaries"
 node tools/deps/src/cli.ts || failed_steps+=("dependency boundaries")
 
@@ -54,5 +74,11 @@ export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
 rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
 pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
 test_status=$?
+
+if $cluster_started; then
+  step "stopping the real Kubernetes cluster"
+  bash tools/kube-cluster/cluster.sh stop || failed_steps+=("stopping the real Kubernetes cluster")
+  trap - INT TERM
+fi
 
 node tools/test-summary.ts "$BERTH_TEST_REPORT_DIR" "$test_status" "$(( $(date +%s) - started ))" "${failed_steps[@]}"

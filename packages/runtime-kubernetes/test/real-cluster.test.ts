@@ -1,28 +1,23 @@
-// Opt-in: the runtime against a real cluster. Runs only with BERTH_KUBE_REAL_CLUSTER=1 and KUBECONFIG
-// set; otherwise it reports itself skipped with the reason. See README.md ("Testing against a real cluster").
+// The runtime against the real cluster (tools/kube-cluster; the test command starts it and sets
+// BERTH_REAL_KUBECONFIG). Run alone without it, it reports itself skipped with the way to run it.
 import { expect, it } from 'vitest';
 import { background, withTimeout } from '@berth/context';
 import { conformanceBuild, conformanceStep, runToCompletion, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
+import { realCluster } from '@berth/kube-cluster';
 import { createKubernetesRuntime } from '../src/index.ts';
+import { BUSYBOX, TEST_OPTIONS } from './helpers.ts';
 
-const enabled = process.env.BERTH_KUBE_REAL_CLUSTER === '1' && Boolean(process.env.KUBECONFIG);
-const reason = enabled ? '' : ' [skipped: set BERTH_KUBE_REAL_CLUSTER=1 and KUBECONFIG to run it against a real cluster]';
+const cluster = realCluster();
+const reason = cluster.skip === undefined ? '' : ` [skipped: ${cluster.skip}]`;
 
-it.skipIf(!enabled)(
+it.skipIf(cluster.skip !== undefined)(
   `runs a two-step build with a failing step on a real cluster, then removes and reaps it${reason}`,
   async () => {
     const [ctx, cancel] = withTimeout(background(), 240_000);
     const workerId = `berth-real-${Date.now().toString(36)}`;
-    const runtime = await createKubernetesRuntime(
-      ctx,
-      { workerId },
-      {
-        ...(process.env.BERTH_KUBE_NAMESPACE ? { namespace: process.env.BERTH_KUBE_NAMESPACE } : {}),
-        ...(process.env.BERTH_KUBE_PAUSE_IMAGE ? { pauseImage: process.env.BERTH_KUBE_PAUSE_IMAGE } : {}),
-      },
-    );
+    const runtime = await createKubernetesRuntime(ctx, { workerId }, { ...TEST_OPTIONS, kubeconfig: cluster.kubeconfig });
     try {
-      const image = process.env.BERTH_KUBE_REAL_IMAGE ?? 'busybox:1.36';
+      const image = BUSYBOX;
       const build = conformanceBuild();
       const ok = conformanceStep(build, 'ok', 1, { image, script: ['echo hello from a real cluster'] });
       const bad = conformanceStep(build, 'bad', 2, { image, script: ['echo failing', 'exit 3'] });

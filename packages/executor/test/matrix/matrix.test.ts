@@ -19,13 +19,14 @@ import { type BuildResult, runBuild } from '../../src/run-build.ts';
 import { BUSYBOX, ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
 import { faultRuntime } from '../kit/fault-runtime.ts';
 import { secretForms } from '../soak/pipeline.ts';
-import { type MatrixRuntime, type RuntimeName, startRuntime } from './runtimes.ts';
+import { type MatrixRuntime, matrixRuntimes, startRuntime } from './runtimes.ts';
 
 const NEVER = { pull: 'never' as const };
 const GRACE_MS = 1_000;
 const MULTILINE = process.env.SOAK_MULTILINE !== '0';
 
-const RUNTIMES: RuntimeName[] = ['dummy', 'docker', 'kube-sim'];
+const { names: RUNTIMES, skipped: REAL_CLUSTER_SKIPPED } = matrixRuntimes();
+if (REAL_CLUSTER_SKIPPED !== undefined) it.skipIf(true)(`on kubernetes (real cluster) [skipped: ${REAL_CLUSTER_SKIPPED}]`, () => undefined);
 
 /** Polls `cond` every 20 ms until it holds, or fails after `ms`. */
 async function waitFor(cond: () => boolean, what: string, ms: number): Promise<void> {
@@ -212,7 +213,7 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(result.status).toBe('error');
     expect(reporter.last('absent')?.status).toBe('error');
     expect(result.build.error).toMatch(/step "absent".*berth\/absent-matrix:1/);
-    if (name === 'kube-sim') {
+    if (name === 'kube-sim' || name === 'real cluster') {
       // Step 1 ran; step 2 failed on the node with the kubelet's reason, without waiting for a retry.
       expect(reporter.last('first')?.status).toBe('success');
       expect(reporter.log('first')).toContain('first-ran');

@@ -1,9 +1,11 @@
 /**
- * The runtimes of the scenario matrix: the dummy (in memory), the local Docker engine and
- * kube-sim (the Kubernetes API test double whose pods run in Docker), started in this process
- * as packages/runtime-kubernetes/test/helpers.ts starts it.
+ * The runtimes of the scenario matrix: the dummy (in memory), the local Docker engine, kube-sim
+ * (the Kubernetes API test double whose pods run in Docker, started in this process as
+ * packages/runtime-kubernetes/test/helpers.ts starts it) and the real cluster the test command
+ * starts (tools/kube-cluster), when BERTH_REAL_KUBECONFIG names it.
  */
 import { background, withTimeout } from '@berth/context';
+import { realCluster } from '@berth/kube-cluster';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
@@ -26,7 +28,21 @@ export interface MatrixRuntime {
 }
 
 /** The names `describe.each` runs over. */
-export type RuntimeName = 'dummy' | 'docker' | 'kube-sim';
+export type RuntimeName = 'dummy' | 'docker' | 'kube-sim' | 'real cluster';
+
+/**
+ * The runtimes to run: the real cluster's lane joins when the test command started it; run alone
+ * without it, the file says how to run it (see @berth/kube-cluster's realCluster).
+ */
+export function matrixRuntimes(): { names: RuntimeName[]; skipped?: string } {
+  const cluster = realCluster();
+  return cluster.skip === undefined
+    ? { names: ['dummy', 'docker', 'kube-sim', 'real cluster'] }
+    : { names: ['dummy', 'docker', 'kube-sim'], skipped: cluster.skip };
+}
+
+/** The Kubernetes runtime's test timings (the defaults, 30 s grace and 5 min pending, are for production). */
+const KUBE_TEST_OPTIONS = { pauseImage: PAUSE, pullGraceMs: 1_500, pendingTimeoutMs: 60_000, watchSilenceMs: 30_000, watchBackoffMaxMs: 1_000 };
 
 function workerId(name: string): string {
   return `matrix-${name}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -55,14 +71,33 @@ export async function startRuntime(name: RuntimeName): Promise<MatrixRuntime> {
       },
     };
   }
+  if (name === 'real cluster') {
+    const cluster = realCluster();
+    if (cluster.kubeconfig === undefined) throw new Error(cluster.skip);
+    const [ctx, cancel] = withTimeout(background(), 30_000);
+    try {
+      const runtime = await createKubernetesRuntime(ctx, { workerId: id, stopGraceMs }, { kubeconfig: cluster.kubeconfig, ...KUBE_TEST_OPTIONS });
+      // The real kubelet takes about 2 s per pause → step swap and acts on one pod's changes one at a time.
+      return {
+        name,
+        runtime,
+        workerId: id,
+        cleanupMs: 30_000,
+        slackMs: 10_000,
+        timeoutMs: 25_000,
+        close: async () => {
+          await runtime.reap(background(), id).catch(() => undefined);
+          await runtime.close();
+        },
+      };
+    } finally {
+      cancel();
+    }
+  }
   const sim: KubeSim = await startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 2_000 });
   const [ctx, cancel] = withTimeout(background(), 30_000);
   try {
-    const runtime = await createKubernetesRuntime(
-      ctx,
-      { workerId: id, stopGraceMs },
-      { kubeconfig: sim.kubeconfig, pauseImage: PAUSE, pullGraceMs: 1_500, pendingTimeoutMs: 60_000, watchSilenceMs: 30_000, watchBackoffMaxMs: 1_000 },
-    );
+    const runtime = await createKubernetesRuntime(ctx, { workerId: id, stopGraceMs }, { kubeconfig: sim.kubeconfig, ...KUBE_TEST_OPTIONS });
     return {
       name,
       runtime,
