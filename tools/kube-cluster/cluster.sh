@@ -11,6 +11,7 @@
 #   cluster.sh stop     delete every pod, stop what start started (by PID), unmount, remove the bridge
 #   cluster.sh status   what runs
 #   cluster.sh running  exit 0 when the cluster runs and answers (quiet)
+#   cluster.sh import IMAGE…  copy images of the Docker engine into the cluster's containerd (when changed)
 #   cluster.sh env      KUBECONFIG=… lines for the test kubeconfig (user `berth`, in the audit log)
 #
 # Idempotent: `start` returns at once when the cluster answers; `stop` when nothing runs. When a
@@ -273,7 +274,7 @@ start_containerd() {
 import_images() {
   local missing=() image id stamp
   mkdir -p "$state/imported"
-  for image in "${images[@]}"; do
+  for image in "$@"; do
     id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null) || fail "the test image $image is missing from the Docker engine: run bash tools/images/build.sh"
     stamp="$state/imported/$(echo "$image" | tr '/:' '__')"
     [ "$(cat "$stamp" 2>/dev/null)" = "$id" ] && ctr_ images ls -q "name==docker.io/$image" 2>/dev/null | grep -q . && continue
@@ -367,7 +368,7 @@ cmd_start() {
   start_controller_manager
   start_scheduler
   start_kubelet
-  import_images
+  import_images "${images[@]}"
   await kubelet 120 node_ready
   await kube-controller-manager 60 default_sa
   say "up in $(( $(date +%s) - started )) s: Kubernetes $version, node $node (kubeconfig: $test_kubeconfig)"
@@ -446,6 +447,12 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   running) all_alive && api_up ;;
+  import)
+    shift
+    [ $# -gt 0 ] || fail "usage: cluster.sh import IMAGE… (images of the local Docker engine)"
+    alive containerd || fail "the cluster is not running: bash tools/kube-cluster/cluster.sh start"
+    import_images "$@"
+    ;;
   env) echo "KUBECONFIG=$test_kubeconfig" ;;
-  *) echo "usage: bash tools/kube-cluster/cluster.sh start|stop|status|running|env" >&2; exit 2 ;;
+  *) echo "usage: bash tools/kube-cluster/cluster.sh start|stop|status|running|import|env" >&2; exit 2 ;;
 esac
