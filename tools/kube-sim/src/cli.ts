@@ -21,7 +21,7 @@ const { values } = parseArgs({
   },
 });
 
-const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'immediateStatus', 'specImageNames', 'noEventSpamFilter'] as const;
+const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'parallelPatchKills', 'immediateStatus', 'specImageNames', 'noEventSpamFilter'] as const;
 
 if (values.help) {
   console.log(

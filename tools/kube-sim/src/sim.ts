@@ -75,6 +75,8 @@ export interface LenientOptions {
   retryFailedImageSwitch?: boolean;
   /** Start a pod's containers all at once (no per-pod start order); pulls stay serialised unless `serializeImagePulls: false`. */
   parallelStarts?: boolean;
+  /** Kill the running containers that image patches replaced all at once, instead of one after another, each in its grace (rule 8). */
+  parallelPatchKills?: boolean;
   /** Publish every container state change at once (same as `statusRelistMs: 0`). */
   immediateStatus?: boolean;
   /** Report `status.image` as the spec's reference (fully qualified) instead of containerd's first tag of the image record. */
@@ -159,6 +161,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     behaviour: {
       retryFailedImageSwitch: options.lenient?.retryFailedImageSwitch ?? faithfulKubelet.retryFailedImageSwitch,
       parallelStarts: options.lenient?.parallelStarts ?? faithfulKubelet.parallelStarts,
+      parallelPatchKills: options.lenient?.parallelPatchKills ?? faithfulKubelet.parallelPatchKills,
       serializeImagePulls: options.serializeImagePulls ?? faithfulKubelet.serializeImagePulls,
       statusRelistMs: options.lenient?.immediateStatus ? 0 : Math.max(0, options.statusRelistMs ?? faithfulKubelet.statusRelistMs),
       specImageNames: options.lenient?.specImageNames ?? faithfulKubelet.specImageNames,

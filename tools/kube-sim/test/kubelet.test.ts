@@ -288,3 +288,77 @@ describe('rule 3: status.image as containerd reports it (containerd internal/cri
     }
   });
 });
+
+describe('rule 8: one sync at a time per pod (pkg/kubelet/pod_workers.go podWorkerLoop; kuberuntime_manager.go SyncPod step 3)', () => {
+  // Two containers whose processes ignore SIGTERM, so every kill takes the whole grace.
+  const GRACE_S = 3;
+  const stubborn = ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'];
+  const stubbornPod = (name: string): V1Pod => {
+    const pod = velaPod(name, [
+      { name: 'step', image: busybox, args: stubborn },
+      { name: 'service', image: busybox, args: stubborn },
+    ]);
+    return { ...pod, spec: { ...pod.spec!, terminationGracePeriodSeconds: GRACE_S } };
+  };
+  const bothRunning = (sim: TestSim, name: string) =>
+    waitFor('both running', async () =>
+      (await sim.core.readNamespacedPod({ namespace: ns, name })).status?.containerStatuses?.every((c) => c.state?.running && c.restartCount === 0),
+    );
+  /** Patches both containers back to the pause image 3 ms apart; returns when both were replaced, in ms after the first patch. */
+  const patchBoth = async (sim: TestSim, name: string): Promise<number> => {
+    const started = Date.now();
+    await sim.core.patchNamespacedPod({ namespace: ns, name, body: { spec: { containers: [{ name: 'step', image: pause }] } } }, smp);
+    await new Promise((r) => setTimeout(r, 3));
+    await sim.core.patchNamespacedPod({ namespace: ns, name, body: { spec: { containers: [{ name: 'service', image: pause }] } } }, smp);
+    await waitFor(
+      'both replaced',
+      async () => (await sim.core.readNamespacedPod({ namespace: ns, name })).status?.containerStatuses?.every((c) => c.restartCount === 1),
+      60_000,
+    );
+    return Date.now() - started;
+  };
+
+  it('two image patches 3 ms apart stop their containers one grace after the other', async () => {
+    await t.core.createNamespacedPod({ namespace: ns, body: stubbornPod('serial-kills') });
+    await bothRunning(t, 'serial-kills');
+    const took = await patchBoth(t, 'serial-kills');
+    // The second kill starts only once the first (a whole grace) is over.
+    expect(took).toBeGreaterThanOrEqual(2 * GRACE_S * 1000);
+    await t.core.deleteNamespacedPod({ namespace: ns, name: 'serial-kills', gracePeriodSeconds: 0 });
+  });
+
+  it('a graceful deletion kills every container at once, in one grace (killPodWithSyncResult → killContainersWithSyncResult)', async () => {
+    await t.core.createNamespacedPod({ namespace: ns, body: stubbornPod('parallel-delete') });
+    await bothRunning(t, 'parallel-delete');
+    const started = Date.now();
+    await t.core.deleteNamespacedPod({ namespace: ns, name: 'parallel-delete', gracePeriodSeconds: GRACE_S });
+    await waitFor('pod gone', async () => {
+      try {
+        await t.core.readNamespacedPod({ namespace: ns, name: 'parallel-delete' });
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(GRACE_S * 1000);
+    expect(took).toBeLessThan(2 * GRACE_S * 1000);
+  });
+
+  describe('with lenient.parallelPatchKills', () => {
+    let lenient: TestSim;
+    beforeAll(async () => {
+      lenient = await startTestSim({ lenient: { parallelPatchKills: true } });
+    });
+    afterAll(async () => {
+      await lenient?.sim.close();
+    });
+    it('stops both in one grace, as kube-sim did before', async () => {
+      await lenient.core.createNamespacedPod({ namespace: ns, body: stubbornPod('parallel-kills') });
+      await bothRunning(lenient, 'parallel-kills');
+      const took = await patchBoth(lenient, 'parallel-kills');
+      expect(took).toBeLessThan(2 * GRACE_S * 1000);
+      await lenient.core.deleteNamespacedPod({ namespace: ns, name: 'parallel-kills', gracePeriodSeconds: 0 });
+    });
+  });
+});

@@ -15,6 +15,8 @@ export interface KubeletBehaviour {
   retryFailedImageSwitch: boolean;
   /** Lenient: start a pod's containers all at once instead of one after another (rule 4 off). */
   parallelStarts: boolean;
+  /** Lenient: kill the running containers that image patches replaced all at once instead of one sync after another (rule 8 off). */
+  parallelPatchKills: boolean;
   /** The kubelet's `serializeImagePulls` (default true: one pull at a time per node). */
   serializeImagePulls: boolean;
   /** PLEG relist period: container starts and exits reach the pod status on this tick; 0 publishes every change at once (rule 5 off). */
@@ -27,6 +29,7 @@ export interface KubeletBehaviour {
 export const faithfulKubelet: KubeletBehaviour = {
   retryFailedImageSwitch: false,
   parallelStarts: false,
+  parallelPatchKills: false,
   serializeImagePulls: true,
   statusRelistMs: 1000,
   specImageNames: false,

@@ -13,8 +13,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { badRequest } from '../status.ts';
 import { type Pod } from '../types.ts';
 import { ContainerRunner } from './container-runner.ts';
+import { SerialQueue } from './image-puller.ts';
 import { createSandbox, errorText, removeDockerObjects, stopDocker, stopSandbox } from './pod-docker.ts';
-import { PodState, type WorkerDeps } from './pod-state.ts';
+import { type ContainerRun, PodState, type WorkerDeps } from './pod-state.ts';
 import { StatusPublisher, podPhase } from './pod-status.ts';
 
 /** Runs one pod. Created by the NodeAgent when the pod is bound to the node. */
@@ -28,12 +29,26 @@ export class PodWorker {
   #main: Promise<void> | undefined;
   #cleanup: Promise<void> | undefined;
   #killing: Promise<void> | undefined;
+  /**
+   * Rule 8: the kubelet handles one pod's syncs one at a time (pkg/kubelet/pod_workers.go: one
+   * podWorkerLoop goroutine per pod; an update waits for the sync in progress), and within a sync
+   * kills the containers a spec change replaced one after another (kuberuntime_manager.go SyncPod,
+   * step 3: `for containerID, containerInfo := range podContainerChanges.ContainersToKill { m.killContainer(…) }`),
+   * each waiting its grace. So two image patches of running containers sent 3 ms apart stop
+   * them one grace after the other. A graceful deletion is not queued here: it kills every
+   * container at once (killPodWithSyncResult → killContainersWithSyncResult, a goroutine per
+   * container), as #kill does, and UpdatePod cancels the sync in progress when a pod becomes
+   * terminating.
+   */
+  readonly #patchKills: SerialQueue;
+  readonly #queuedKills = new Set<ContainerRun>();
 
   constructor(deps: WorkerDeps, pod: Pod) {
     this.#state = new PodState(deps, pod);
     this.uid = this.#state.uid;
     this.#status = new StatusPublisher(this.#state);
     this.#runner = new ContainerRunner(this.#state, this.#status);
+    this.#patchKills = new SerialQueue(!deps.behaviour.parallelPatchKills);
   }
 
   /** Starts running the pod (once). */
@@ -60,8 +75,16 @@ export class PodWorker {
     for (const c of pod.spec.containers) {
       const run = state.runs.get(c.name);
       if (!run) continue;
-      if (run.state.running && run.runningImage !== c.image && !run.restarting) void this.#runner.restart(run);
-      else if (run.state.waiting) run.wake?.();
+      if (run.state.running && run.runningImage !== c.image && !run.restarting && !this.#queuedKills.has(run)) {
+        this.#queuedKills.add(run);
+        void this.#patchKills.run(async () => {
+          this.#queuedKills.delete(run);
+          // The sync acts on the spec and state it finds when its turn comes.
+          const wanted = state.pod.spec.containers.find((spec) => spec.name === run.name)?.image;
+          if (state.stopping || !run.state.running || run.restarting || run.runningImage === wanted) return;
+          await this.#runner.restart(run);
+        });
+      } else if (run.state.waiting) run.wake?.();
     }
   }
 
