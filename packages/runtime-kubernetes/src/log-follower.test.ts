@@ -29,6 +29,40 @@ describe('TimestampedLines', () => {
     expect(lines.skipped).toBe(3);
   });
 
+  /**
+   * The kubelet rotates a container's log (containerLogMaxSize) by renaming the file; a follow
+   * (kubernetes/kubernetes staging cri-client pkg/logs/logs.go ReadLogs) that is on the old file
+   * when the container exits reads it to its end and stops (waitLogs: "no need to wait if the
+   * pod is not running"), and a new request reads only the current file. A line whose start
+   * (a partial `P` record, served with its timestamp and no newline) is in the old file is then
+   * never served again: its continuation comes first in the next stream, under a timestamp of
+   * its own. The start must be kept and joined to it, not dropped as a re-read would allow.
+   */
+  it('on a resume after a rotation keeps a partial line whose start is not served again, and joins its continuation', () => {
+    const lines = new TimestampedLines();
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z par')).toString()).toBe('one\n');
+    lines.restart();
+    // The new file: the rest of the line (its own timestamp), then more.
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.9Z tial\n2024-01-01T00:00:06Z two\n')).toString()).toBe('partial\ntwo\n');
+    expect(lines.flush().toString()).toBe('');
+  });
+
+  it('on a resume after a rotation that left nothing newer, ends with the partial line', () => {
+    const lines = new TimestampedLines();
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z no-newline')).toString()).toBe('one\n');
+    lines.restart();
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.5Z one\n')).toString()).toBe('');
+    expect(lines.flush().toString()).toBe('no-newline');
+  });
+
+  it('on a resume that serves the partial line again (a cut stream), delivers it once', () => {
+    const lines = new TimestampedLines();
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z par')).toString()).toBe('one\n');
+    lines.restart();
+    expect(lines.push(Buffer.from('2024-01-01T00:00:05.5Z one\n2024-01-01T00:00:05.7Z partial\n2024-01-01T00:00:06Z two\n')).toString()).toBe('partial\ntwo\n');
+    expect(lines.flush().toString()).toBe('');
+  });
+
   it('parses RFC 3339 timestamps to nanoseconds', () => {
     expect(timestampNanos('1970-01-01T00:00:01.000000002Z')).toBe(1_000_000_002n);
     expect(timestampNanos('1970-01-01T01:00:00+01:00')).toBe(0n);

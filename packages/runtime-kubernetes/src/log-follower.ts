@@ -62,9 +62,18 @@ export function sinceTimeOf(nanos: bigint): string {
  * Splits `timestamps=true` log output into lines, strips the timestamps, and on a resume skips what
  * was already delivered: every line older than the last timestamp seen, and as many lines at that
  * timestamp as were seen (several lines can share one timestamp).
+ *
+ * A line still partial when a stream ends is carried into the next one. If the next stream serves
+ * it again (same timestamp: a cut stream re-read from the same file) the carried start is
+ * dropped; otherwise the kubelet rotated the log under the follow and the start is in a file no
+ * request serves again (kubernetes/kubernetes staging cri-client pkg/logs/logs.go ReadLogs reads
+ * only the current file, and stops at the old file's end once the container exited): the first
+ * line of the next stream is its continuation, and the two are joined.
  */
 export class TimestampedLines {
   #partial: Buffer | undefined;
+  /** A partial line from the previous stream: its timestamp text and its content (timestamp removed). */
+  #carried: { text: string; content: Buffer } | undefined;
   #lastText: string | undefined;
   #countAtLast = 0;
   #skipBefore: bigint | undefined;
@@ -78,9 +87,22 @@ export class TimestampedLines {
     return nanos === undefined ? undefined : sinceTimeOf(nanos);
   }
 
-  /** Starts a new stream: drops a partial line, and arms skipping if something was delivered. */
+  /** Starts a new stream: carries a partial line over (see the class), and arms skipping if something was delivered. */
   restart(): void {
+    const partial = this.#partial;
     this.#partial = undefined;
+    if (partial !== undefined) {
+      const space = partial.indexOf(32);
+      const text = space > 0 && space <= 40 ? partial.toString('latin1', 0, space) : '';
+      if (TIMESTAMP.test(text)) {
+        const content = partial.subarray(space + 1);
+        // A line already carried once and still partial grows by what this stream added.
+        this.#carried =
+          this.#carried !== undefined && this.#carried.text !== text
+            ? { text: this.#carried.text, content: Buffer.concat([this.#carried.content, content]) }
+            : { text, content: Buffer.from(content) };
+      }
+    }
     if (this.#lastText !== undefined) {
       this.#skipBefore = timestampNanos(this.#lastText);
       this.#skipAtLast = this.#countAtLast;
@@ -107,7 +129,10 @@ export class TimestampedLines {
   flush(): Buffer {
     const partial = this.#partial;
     this.#partial = undefined;
-    return partial ? (this.#line(partial) ?? Buffer.alloc(0)) : Buffer.alloc(0);
+    const last = partial ? (this.#line(partial) ?? Buffer.alloc(0)) : Buffer.alloc(0);
+    const carried = this.#carried;
+    this.#carried = undefined;
+    return carried === undefined ? last : Buffer.concat([carried.content, last]);
   }
 
   #line(line: Buffer): Buffer | undefined {
@@ -123,12 +148,16 @@ export class TimestampedLines {
       }
       this.#skipBefore = undefined;
     }
+    // A carried start served again goes; otherwise this line is its continuation (counted under its own timestamp).
+    const carried = this.#carried;
+    this.#carried = undefined;
     if (text === this.#lastText) this.#countAtLast++;
     else {
       this.#lastText = text;
       this.#countAtLast = 1;
     }
-    return line.subarray(space + 1);
+    const content = line.subarray(space + 1);
+    return carried === undefined || carried.text === text ? content : Buffer.concat([carried.content, content]);
   }
 }
 

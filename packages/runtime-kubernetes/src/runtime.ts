@@ -37,7 +37,19 @@ interface BuildState {
   /** True once the pod create request went out (it may exist even if the call failed). */
   assembled: boolean;
   removing?: Promise<void>;
+  /** Running containers whose stop was asked for and not yet sent (see #stopRunning). */
+  stops: Set<ContainerTracker>;
+  /** The request that stops the gathered containers, once the gathering is over. */
+  stopping?: Promise<void>;
+  /** The pod was deleted with the stop grace: nothing more runs in it. */
+  deleted?: boolean;
 }
+
+/**
+ * How long stops asked for together are gathered before one request carries them all:
+ * destroyBuild removes every container at once, and their removals arrive within milliseconds.
+ */
+const STOP_GATHER_MS = 25;
 
 /** What the runtime was created with. */
 export interface RuntimeParts {
@@ -118,7 +130,7 @@ export class KubernetesRuntime implements Runtime {
       pendingTimeoutMs: this.options.pendingTimeoutMs,
       onEvent: this.config.onEvent,
     });
-    const state: BuildState = { plan, tracker, assembled: false };
+    const state: BuildState = { plan, tracker, assembled: false, stops: new Set() };
     this.#builds.set(build.id, state);
     this.podTracker.attach(tracker);
     return Promise.resolve();
@@ -314,6 +326,7 @@ export class KubernetesRuntime implements Runtime {
       throw planError(error, where);
     }
     if (state.tracker.gone) throw runtimeError('ContainerFailed', state.tracker.failure ?? `pod ${state.plan.podName} is gone`, where);
+    if (state.deleted) throw runtimeError('ContainerFailed', `pod ${state.plan.podName} is being deleted: its build was stopped`, where);
     if (tracker.failure) throw tracker.failure;
     tracker.markRequested(image);
     this.podTracker.containerStarted(state.tracker, tracker);
@@ -324,7 +337,12 @@ export class KubernetesRuntime implements Runtime {
   }
 
   async #patchImage(ctx: Context, where: Where, podName: string, containerName: string, image: string): Promise<void> {
-    const body = { spec: { containers: [{ name: containerName, image }] } };
+    await this.#patchImages(ctx, where, podName, [containerName], image);
+  }
+
+  /** One strategic merge patch setting `image` on every container named. */
+  async #patchImages(ctx: Context, where: Where, podName: string, containerNames: string[], image: string): Promise<void> {
+    const body = { spec: { containers: containerNames.map((name) => ({ name, image })) } };
     await this.api.call(ctx, where, (options) => this.api.core.patchNamespacedPod({ namespace: this.api.namespace, name: podName, body }, options), {
       headers: { 'Content-Type': PatchStrategy.StrategicMergePatch },
       retries: 2,
@@ -386,9 +404,7 @@ export class KubernetesRuntime implements Runtime {
     const tracker = state?.tracker.container(container.id);
     if (!state || !tracker || tracker.removed) return;
     if (tracker.phase === 'running' && !state.tracker.gone) {
-      // A container of a pod cannot be removed; swapping the pause image back in stops the step
-      // (SIGTERM, SIGKILL after the pod's grace) and leaves an idle pause container.
-      await this.#patchImage(ctx, where, state.plan.podName, tracker.name, this.options.pauseImage);
+      await this.#stopRunning(ctx, where, state, tracker);
       const graceMs = (this.config.stopGraceMs ?? 10_000) + 15_000;
       const [bounded, cancel] = withTimeout(ctx, graceMs);
       try {
@@ -403,6 +419,60 @@ export class KubernetesRuntime implements Runtime {
     tracker.removed = true;
     this.podTracker.containerDone(tracker);
     tracker.dispose();
+  }
+
+  /**
+   * Asks for a running container's stop. A container of a pod cannot be removed: it is stopped
+   * by swapping the pause image back in (SIGTERM, SIGKILL after the grace; an idle pause
+   * container stays), or by deleting the pod.
+   *
+   * The kubelet handles one pod's changes one at a time (kubernetes/kubernetes
+   * pkg/kubelet/pod_workers.go: one podWorkerLoop per pod) and kills the containers a change
+   * replaced one after another (pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod, step 3),
+   * each in its grace: N containers stopped by image patches take N graces. Deleting the pod
+   * kills every container at once (killPodWithSyncResult → killContainersWithSyncResult, a
+   * goroutine per container): one grace. So stops asked for together are gathered for
+   * STOP_GATHER_MS; when nothing else in the pod is left to run (every other container ended,
+   * was removed, or is being stopped too), the pod is deleted with the stop grace; otherwise one
+   * patch swaps them all to the pause image.
+   */
+  async #stopRunning(ctx: Context, where: Where, state: BuildState, tracker: ContainerTracker): Promise<void> {
+    state.stops.add(tracker);
+    state.stopping ??= (async () => {
+      await new Promise((resolve) => setTimeout(resolve, STOP_GATHER_MS));
+      const gathered = [...state.stops];
+      state.stops.clear();
+      state.stopping = undefined;
+      const idle = (other: ContainerTracker): boolean => other.finished || other.removed || gathered.includes(other);
+      if (state.deleted) return;
+      if (state.tracker.containers().every(idle)) {
+        state.deleted = true;
+        await this.#deletePod(ctx, where, state.plan.podName, Math.ceil((this.config.stopGraceMs ?? 10_000) / 1000));
+      } else {
+        await this.#patchImages(
+          ctx,
+          where,
+          state.plan.podName,
+          gathered.map((stopped) => stopped.name),
+          this.options.pauseImage,
+        );
+      }
+    })();
+    await state.stopping;
+  }
+
+  async #deletePod(ctx: Context, where: Where, podName: string, gracePeriodSeconds: number): Promise<void> {
+    try {
+      await this.api.call(
+        ctx,
+        where,
+        (options) =>
+          this.api.core.deleteNamespacedPod({ namespace: this.api.namespace, name: podName, gracePeriodSeconds, propagationPolicy: 'Background' }, options),
+        { retries: 2 },
+      );
+    } catch (error) {
+      if (!isRuntimeError(error, 'NotFound')) throw error;
+    }
   }
 
   // ---- image -------------------------------------------------------------------------------
