@@ -160,9 +160,9 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   if (versionEntry === undefined || version === '') {
     ctx.error(versionEntry?.keyNode ?? root, 'no "version:" YAML property provided', 'add version: "1" at the top of the file');
   } else if (version === 'legacy') {
+    // internal/yaml.go ParseYAML refuses "legacy" alone; compiler/native/validate.go ValidateYAML
+    // only requires a non-empty version, so "1.0", "2", … compile as "1" does.
     ctx.error(versionEntry.value, "version 'legacy' is no longer supported, please update your pipeline to use version '1'");
-  } else if (version !== '1') {
-    ctx.error(versionEntry.value, `pipeline version "${version}" is not supported`, 'use version: "1"');
   }
   const templates = parseTemplates(ctx, top.get('templates'));
 
