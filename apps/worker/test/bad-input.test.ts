@@ -59,6 +59,11 @@ const pipelineCases: [string, string, (string | RegExp)[]][] = [
     'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n',
     [/template t comes from github\.com\/o\/r\/t\.yml/, /--template-file t:/],
   ],
+  [
+    'a Go template without --pipeline-type go',
+    'version: "1"\nsteps:\n{{ range $n := list "a" "b" }}\n  - name: {{ $n }}\n    image: berth/busybox:1.35\n    commands: [echo]\n{{ end }}\n',
+    [/:3:1: the file looks like a Go template/, /--pipeline-type go/],
+  ],
   ['an empty file', '', [/empty\.yml/]],
   ['a list at the top', '- a\n- b\n', [/top-?level\.yml:1:1/]],
   ['a step that is not a mapping', 'version: "1"\nsteps:\n  - just a string\n', [/:3:\d+:/]],

@@ -27,3 +27,39 @@ describe('item 6: the version', () => {
     expect(errorsOf(r)).toEqual(["1:10 version 'legacy' is no longer supported, please update your pipeline to use version '1'"]);
   });
 });
+
+describe('item 10: a Go template read as YAML', () => {
+  // compiler/native/parse.go Parse renders the file with text/template only for pipeline type
+  // `go` (ParseGo); read as YAML, `{{ range }}` is a YAML syntax error. Berth names the cause.
+  const src = [
+    'version: "1"',
+    'steps:',
+    '{{ range $name := list "a" "b" }}',
+    '  - name: {{ $name }}',
+    '    image: alpine',
+    '    commands: [ls]',
+    '{{ end }}',
+    '',
+  ].join('\n');
+  it('says it looks like a Go template and to compile it as one', () => {
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors[0]).toMatchObject({
+      line: 3,
+      column: 1,
+      message: 'the file looks like a Go template ({{ … }}) but was read as plain YAML',
+      hint: 'compile it as a Go template: pipeline type go (berth validate/compile/exec --pipeline-type go, as in the Vela CLI)',
+    });
+  });
+  it('compiles with pipeline type go', () => {
+    const r = compilePipeline(src, { file: 'p.yml', pipelineType: 'go' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(stepsOf(r)).toEqual(['init', 'a', 'b']);
+  });
+  it('a plain YAML error says nothing of templates', () => {
+    const r = compilePipeline('version: "1"\nsteps:\n  - name: a\n    image: [unclosed\n', { file: 'p.yml' });
+    expect(r.ok).toBe(false);
+    expect(JSON.stringify(r)).not.toContain('template');
+  });
+});

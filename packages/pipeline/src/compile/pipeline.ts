@@ -89,6 +89,36 @@ const INIT_IMAGE = '#init';
  * must not form a cycle; stages only get the implicit `clone` need when the clone step exists.
  */
 export function compilePipeline(source: string, options: CompileOptions): CompileResult {
+  const result = compileSource(source, options);
+  return result.ok ? result : { ...result, errors: withTemplateNote(source, options, result.errors) };
+}
+
+/**
+ * A file with `{{ … }}` that fails as plain YAML is most likely a Go template compiled without
+ * its pipeline type (go-vela/server compiler/native/parse.go Parse renders templates only for
+ * type `go`): say so first, at the first `{{`.
+ */
+function withTemplateNote(source: string, options: CompileOptions, errors: CompileError[]): CompileError[] {
+  const type = (options.pipelineType ?? '').toLowerCase();
+  if (type !== '' && type !== 'yaml') return errors;
+  const at = source.search(/\{\{[\s\S]*?\}\}/);
+  if (at < 0) return errors;
+  const before = source.slice(0, at);
+  const line = before.split('\n').length;
+  const column = at - before.lastIndexOf('\n');
+  return [
+    {
+      file: options.file,
+      line,
+      column,
+      message: 'the file looks like a Go template ({{ … }}) but was read as plain YAML',
+      hint: 'compile it as a Go template: pipeline type go (berth validate/compile/exec --pipeline-type go, as in the Vela CLI)',
+    },
+    ...errors,
+  ];
+}
+
+function compileSource(source: string, options: CompileOptions): CompileResult {
   const file = options.file;
   const pipelineType = (options.pipelineType ?? '').toLowerCase();
   if (pipelineType === 'starlark' || /\.(star|py)$/i.test(file)) {
