@@ -63,3 +63,41 @@ describe('item 10: a Go template read as YAML', () => {
     expect(JSON.stringify(r)).not.toContain('template');
   });
 });
+
+describe('item 8: a step secret not declared under secrets:', () => {
+  // go-vela/server compiler/native (validate.go ValidateYAML, ValidatePipeline) never checks a
+  // step's secrets against the top-level secrets block; go-vela/worker executor/linux/secret.go
+  // injectSecrets skips a secret it has no value for. Berth keeps its check as a warning.
+  const src = [
+    'version: "1"',
+    'secrets:',
+    '  - name: docker_password',
+    'steps:',
+    '  - name: publish',
+    '    image: alpine',
+    '    secrets: [docker_pasword]',
+    '    commands: [ls]',
+    '    ruleset:',
+    '      event: tag',
+    '',
+  ].join('\n');
+  const warning =
+    'p.yml:5:11: step publish uses secret "docker_pasword", which is not declared under secrets: (Vela compiles it, and the step runs without that variable) (did you mean "docker_password"?)';
+  it('compiles, with a warning naming the step and the closest declared secret', () => {
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(r.ok && r.build.steps[1]?.secrets).toEqual([{ source: 'docker_pasword', target: 'DOCKER_PASWORD' }]);
+    expect(r.warnings).toEqual([warning]);
+  });
+  it('compiles silently when the ruleset drops the step for the build event', () => {
+    const r = compilePipeline(src, { file: 'p.yml', ruleData: { event: 'push', branch: 'main' } });
+    expect(errorsOf(r)).toEqual([]);
+    expect(stepsOf(r)).toEqual(['init']);
+    expect(r.warnings.filter((w) => w.includes('secret'))).toEqual([]);
+  });
+  it('still warns when the step runs for the build event', () => {
+    const r = compilePipeline(src, { file: 'p.yml', ruleData: { event: 'tag', branch: 'main' } });
+    expect(errorsOf(r)).toEqual([]);
+    expect(r.warnings).toContain(warning);
+  });
+});

@@ -385,22 +385,6 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
       );
   }
 
-  // secret references
-  const declared = new Set(secrets.map((s) => s.secret.name));
-  // Secret origins (plugins) produce secrets whose names are only known at run time.
-  const hasOrigins = secrets.some((s) => s.origin !== null);
-  for (const p of [...steps, ...stages.flatMap((s) => s.steps), ...secrets.flatMap((s) => (s.origin === null ? [] : [s.origin]))]) {
-    for (const ref of p.container.secrets) {
-      if (declared.has(ref.source) || hasOrigins) continue;
-      const hint = suggest(ref.source, [...declared]);
-      ctx.error(
-        p.origin.nameNode ?? p.origin.node,
-        `step ${p.container.name} uses secret "${ref.source}", which is not declared`,
-        hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`,
-      );
-    }
-  }
-
   // transform (purge by compile-time rules, number)
   const keep = (p: Parsed): boolean => {
     if (ruleData === undefined) return true;
@@ -430,6 +414,25 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
   const keptServices = number(services);
   counter = 1;
   for (const s of secrets) if (s.origin !== null && keep(s.origin)) s.origin.container.number = counter++;
+
+  // secret references: go-vela/server's compiler never checks a step's secrets against the
+  // secrets block (compiler/native/validate.go), and go-vela/worker executor/linux/secret.go
+  // injectSecrets skips one it has no value for. Berth warns, for the containers that run.
+  const declared = new Set(secrets.map((s) => s.secret.name));
+  // Secret origins (plugins) produce secrets whose names are only known at run time.
+  const hasOrigins = secrets.some((s) => s.origin !== null);
+  const keptOrigins = secrets.flatMap((s) => (s.origin !== null && (ruleData === undefined || s.origin.container.number > 0) ? [s.origin] : []));
+  for (const p of [...keptSteps, ...keptStages.flatMap((s) => s.steps), ...keptOrigins]) {
+    for (const ref of p.container.secrets) {
+      if (declared.has(ref.source) || hasOrigins) continue;
+      const hint = suggest(ref.source, [...declared]);
+      ctx.warn(
+        p.origin.nameNode ?? p.origin.node,
+        `step ${p.container.name} uses secret "${ref.source}", which is not declared under secrets: (Vela compiles it, and the step runs without that variable)`,
+        hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`,
+      );
+    }
+  }
 
   const duplicates = checkNames(ctx, { services: keptServices, steps: keptSteps, stages, keptStages }, cloneWanted, ruleData === undefined);
 
