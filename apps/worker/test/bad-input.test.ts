@@ -189,6 +189,21 @@ describe('berth on good input', () => {
     expect(run.code).toBe(0);
   });
 
+  // go-vela/server compiles a pipeline without steps to the init step and skips the build
+  // (compiler/native/compile.go compileSteps; api/build/skip.go SkipEmptyBuild).
+  it('validate and compile say a file without steps has nothing to run, and exit 0', async () => {
+    const empty = file('empty-steps.yml', 'version: "1"\nsteps: []\n');
+    const validate = await runCli(['validate', empty]);
+    expect(validate.code).toBe(0);
+    expect(validate.stdout).toContain(
+      "is valid, but has nothing to run: Vela's server would skip the build (skipping build since only init step found — it is likely no rulesets matched for the webhook payload)",
+    );
+    const compile = await runCli(['compile', empty]);
+    expect(compile.code).toBe(0);
+    expect(compile.stderr).toMatch(/warning: .*empty-steps\.yml:2:1: nothing to run: skipping build since only init step found/);
+    expect((JSON.parse(compile.stdout) as { steps: { name: string }[] }).steps.map((s) => s.name)).toEqual(['init']);
+  });
+
   it('compile prints the executable as JSON with prepared ids', async () => {
     const run = await runCli(['compile', good]);
     expect(run.code).toBe(0);

@@ -4,7 +4,7 @@
  * (v0.28.8) code that decides it, cited per test.
  */
 import { describe, expect, it } from 'vitest';
-import { compilePipeline, type CompileResult } from '../src/index.ts';
+import { compilePipeline, emptyBuild, emptyContainer, skipEmptyBuild, type CompileResult } from '../src/index.ts';
 
 const errorsOf = (r: CompileResult): string[] => (r.ok ? [] : r.errors.map((e) => `${e.line}:${e.column} ${e.message}`));
 const stepsOf = (r: CompileResult): string[] => (r.ok ? r.build.steps.map((s) => s.name) : []);
@@ -99,5 +99,65 @@ describe('item 8: a step secret not declared under secrets:', () => {
     const r = compilePipeline(src, { file: 'p.yml', ruleData: { event: 'tag', branch: 'main' } });
     expect(errorsOf(r)).toEqual([]);
     expect(r.warnings).toContain(warning);
+  });
+});
+
+describe('item 7: a pipeline with nothing to run', () => {
+  // compiler/native/compile.go compileSteps/compileStages inject init (and clone) BEFORE
+  // ValidateYAML, so its "no stages, steps or templates provided" never fires there; the server
+  // then skips the build (api/build/compile_publish.go CompileAndPublish: SkipEmptyBuild, status
+  // skipped, nothing queued).
+  const onlyInit = 'skipping build since only init step found — it is likely no rulesets matched for the webhook payload';
+  it.each([
+    ['no steps key', 'version: "1"\n'],
+    ['steps: []', 'version: "1"\nsteps: []\n'],
+    ['steps: ~', 'version: "1"\nsteps:\n'],
+    ['stages: {}', 'version: "1"\nstages: {}\n'],
+  ])('%s compiles to the init step, with a warning that Vela skips the build', (_, src) => {
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(stepsOf(r)).toEqual(['init']);
+    expect(r.ok && r.build.stages).toEqual([]);
+    expect(r.warnings.some((w) => w.includes(`nothing to run: ${onlyInit}`))).toBe(true);
+  });
+  it('with clone, compiles to init and clone', () => {
+    const r = compilePipeline('version: "1"\nsteps: []\n', { file: 'p.yml', clone: true });
+    expect(stepsOf(r)).toEqual(['init', 'clone']);
+    expect(r.ok && skipEmptyBuild(r.build)).toBe(
+      'skipping build since only init and clone steps found — it is likely no rulesets matched for the webhook payload',
+    );
+  });
+  it('a stage without steps is purged, leaving the init stage', () => {
+    // compiler/types/pipeline/build.go Purge keeps only stages with steps.
+    const r = compilePipeline('version: "1"\nstages:\n  build:\n    steps: []\n', { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(r.ok && r.build.stages.map((s) => s.name)).toEqual(['init']);
+    expect(r.ok && skipEmptyBuild(r.build)).toBe('skipping build since only init stage found — it is likely no rulesets matched for the webhook payload');
+  });
+  it('every step dropped by its ruleset is the same case', () => {
+    const src = 'version: "1"\nsteps:\n  - name: a\n    image: alpine\n    commands: [ls]\n    ruleset:\n      event: tag\n';
+    const r = compilePipeline(src, { file: 'p.yml', ruleData: { event: 'push', branch: 'main' } });
+    expect(stepsOf(r)).toEqual(['init']);
+    expect(r.ok && skipEmptyBuild(r.build)).toBe(onlyInit);
+  });
+  it('a missing version is still refused', () => {
+    expect(errorsOf(compilePipeline('steps: []\n', { file: 'p.yml' }))).toEqual(['1:1 no "version:" YAML property provided']);
+  });
+  it('skipEmptyBuild follows api/build/skip_test.go', () => {
+    const steps = (...names: string[]) => ({ ...emptyBuild(), steps: names.map((name) => ({ ...emptyContainer(), name })) });
+    const stages = (...names: string[]) => ({
+      ...emptyBuild(),
+      stages: names.map((name) => ({ name, needs: [], independent: false, environment: {}, steps: [] })),
+    });
+    expect(skipEmptyBuild(stages('init'))).toBe('skipping build since only init stage found — it is likely no rulesets matched for the webhook payload');
+    expect(skipEmptyBuild(stages('init', 'clone'))).toBe(
+      'skipping build since only init and clone stages found — it is likely no rulesets matched for the webhook payload',
+    );
+    expect(skipEmptyBuild(stages('init', 'clone', 'foo'))).toBe('');
+    expect(skipEmptyBuild(steps('init'))).toBe(onlyInit);
+    expect(skipEmptyBuild(steps('init', 'clone'))).toBe(
+      'skipping build since only init and clone steps found — it is likely no rulesets matched for the webhook payload',
+    );
+    expect(skipEmptyBuild(steps('init', 'clone', 'foo'))).toBe('');
   });
 });

@@ -8,6 +8,7 @@ import { prepareBuild, type BuildIdentity } from '../ids.ts';
 import { parseImageReference } from '../image.ts';
 import { emptyBuild, type Build, type CancelOptions } from '../model.ts';
 import { matchRuleset, type RuleData } from '../ruleset.ts';
+import { skipEmptyBuild } from '../skip.ts';
 import { builtinStep, parseGit, parseInt64, parseSecrets, parseStages, parseStep, parseSteps, type Parsed, type ParsedStage } from './containers.ts';
 import { checkContainerIds, checkNames, checkNeeds } from './checks.ts';
 import { Ctx, type CompileError, type Entry } from './document.ts';
@@ -273,10 +274,9 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
   if (stepsEntry !== undefined && stagesEntry !== undefined) {
     ctx.error(stagesEntry.keyNode, 'stages and steps provided', 'use either steps or stages, not both');
   }
-  if ((stepsEntry === undefined || ctx.isNull(stepsEntry.value)) && (stagesEntry === undefined || ctx.isNull(stagesEntry.value))) {
-    if (!renderInlineWanted && templates.size === 0)
-      ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
-  }
+  // No steps or stages is not an error: go-vela/server's compileSteps injects init (and clone)
+  // before ValidateYAML, whose "no stages, steps or templates provided" then never fires
+  // (compiler/native/compile.go, validate.go); the server skips the build (see skipEmptyBuild).
   const services: Parsed[] = [];
   for (const node of ctx.list(top.get('services'), 'services')) {
     const parsed = parseStep(ctx, node, 'service');
@@ -315,7 +315,6 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
     stages.push(...inline.stages);
     if (steps.length > 0 && stages.length > 0)
       ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
-    if (steps.length === 0 && stages.length === 0 && ctx.errors.length === 0) ctx.error(root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   steps = expandSteps(ctx, steps, templates, expansion, expansion.maxDepth);
   for (const s of stages) s.steps = expandSteps(ctx, s.steps, templates, expansion, expansion.maxDepth);
@@ -339,7 +338,7 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
       if (cloneWanted && s.stage.name !== 'clone' && s.stage.name !== 'init' && !s.stage.needs.includes('clone')) s.stage.needs.push('clone');
     }
     stages.unshift(...builtins);
-  } else if (stepsEntry !== undefined || steps.length > 0) {
+  } else {
     const builtins = [builtinStep('init', INIT_IMAGE)];
     if (cloneWanted) builtins.push(builtinStep('clone', cloneImage));
     steps.unshift(...builtins);
@@ -455,6 +454,9 @@ function compileSource(source: string, options: CompileOptions): CompileResult {
 
   checkContainerIds(ctx, { services: keptServices, steps: keptSteps, keptStages }, duplicates, root);
   if (ctx.errors.length > 0) return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
+  const skip = skipEmptyBuild(build);
+  if (skip !== '')
+    ctx.warn(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, `nothing to run: ${skip}`, "Vela's server marks such a build skipped and runs nothing");
   return { ok: true, build, warnings: ctx.warnings };
 }
 
