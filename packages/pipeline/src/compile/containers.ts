@@ -3,7 +3,7 @@
  * service.go, secret.go, stage.go, ulimit.go and volume.go read them, each kept with the YAML
  * nodes it came from so later errors point at the right line.
  */
-import { isMap, isScalar, isSeq, type Node } from 'yaml';
+import { isMap, isScalar, type Node } from 'yaml';
 import { emptyContainer, type Container, type Git, type PullPolicy, type Secret, type Stage, type StepSecret, type Ulimit, type Volume } from '../model.ts';
 import { scalarText, type Ctx, type Entry } from './document.ts';
 import { ORIGIN_KEYS, SECRET_KEYS, SERVICE_KEYS, STAGE_KEYS, STEP_KEYS, suggest } from './keys.ts';
