@@ -161,3 +161,70 @@ describe('item 7: a pipeline with nothing to run', () => {
     expect(skipEmptyBuild(steps('init', 'clone', 'foo'))).toBe('');
   });
 });
+
+describe('item 9: ${VAR} substitution in the step text, as Vela does', () => {
+  // compiler/native/compile.go compileSteps: EnvironmentSteps, then SubstituteSteps, then
+  // TransformSteps. compiler/native/substitute.go SubstituteSteps: yaml.Marshal(step),
+  // envsubst.Eval on that text with the step's environment, yaml.Unmarshal back into the step;
+  // an error is "unable to unmarshal configuration after substitution for step <name>: …".
+  const step = (...lines: string[]): string => ['version: "1"', 'steps:', '  - name: build', ...lines.map((l) => `    ${l}`), ''].join('\n');
+  const refusal = 'unable to unmarshal configuration after substitution for step build: ';
+
+  it('an image tag cut from an empty commit leaves `x:`, which is refused', () => {
+    // yaml.v3 writes `image: x:${VELA_BUILD_COMMIT:0:7}` plain; with no commit it reads back `image: x:`.
+    const src = step('image: x:${VELA_BUILD_COMMIT:0:7}', 'commands: [ls]');
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(errorsOf(r)).toHaveLength(1);
+    expect(errorsOf(r)[0]).toMatch(/^3:11 unable to unmarshal configuration after substitution for step build: line \d+ of the substituted step "image: x:"/);
+    const withCommit = compilePipeline(src, { file: 'p.yml', metadata: { build: { commit: '0123456789abcdef' } } });
+    expect(errorsOf(withCommit)).toEqual([]);
+    expect(withCommit.ok && withCommit.build.steps[1]?.image).toBe('x:0123456');
+  });
+
+  it('a value with ": " turns a plain command into a mapping, which is refused', () => {
+    const r = compilePipeline(step('image: alpine', 'environment: { MSG: "a: b" }', 'commands:', '  - echo ${MSG}'), { file: 'p.yml' });
+    expect(r.ok).toBe(false);
+    expect(r.ok ? [] : r.errors.map((e) => e.message)).toEqual([expect.stringContaining(refusal)]);
+  });
+
+  it('a value with " #" in a plain command starts a YAML comment', () => {
+    const r = compilePipeline(step('image: alpine', 'environment: { MSG: "x #y" }', 'commands:', '  - echo ${MSG} done'), { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(r.ok && r.build.steps[1]?.commands).toEqual(['echo x']);
+  });
+
+  it("a ' in a value ends the single-quoted string yaml.v3 wrote", () => {
+    // `"${MSG}" done` starts with a quote, so yaml.v3 writes it single-quoted.
+    const r = compilePipeline(step('image: alpine', `environment: { MSG: "it's" }`, `commands: ['"\${MSG}" done']`), { file: 'p.yml' });
+    expect(r.ok ? [] : r.errors.map((e) => e.message)).toEqual([expect.stringContaining(refusal)]);
+    const fine = compilePipeline(step('image: alpine', 'environment: { MSG: "ok" }', `commands: ['"\${MSG}" done']`), { file: 'p.yml' });
+    expect(fine.ok && fine.build.steps[1]?.commands).toEqual(['"ok" done']);
+  });
+
+  it('an image that substitutes to nothing keeps its text (yaml.v3 leaves a string field as it was on null)', () => {
+    // go.yaml.in/yaml/v3 decode.go (*decoder).null: a null scalar does not reset a string field.
+    const r = compilePipeline(step('image: ${EMPTY}', 'environment: { EMPTY: "" }', 'commands: [ls]'), { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    expect(r.ok && r.build.steps[1]?.image).toBe('${EMPTY}');
+  });
+
+  it('substitutes environment values, literal blocks and rulesets as before', () => {
+    const src = step(
+      'image: alpine:${TAG}',
+      'environment: { TAG: "3.20", GREETING: "hello ${TAG}" }',
+      'commands:',
+      '  - |',
+      '    echo ${TAG}',
+      '    echo "$${HOME}"',
+      'ruleset:',
+      '  branch: [ "release-${TAG}" ]',
+    );
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(errorsOf(r)).toEqual([]);
+    const s = r.ok ? r.build.steps[1] : undefined;
+    expect(s?.image).toBe('alpine:3.20');
+    expect(s?.environment.GREETING).toBe('hello 3.20');
+    expect(s?.commands).toEqual(['echo 3.20\necho "${HOME}"\n']);
+    expect(s?.ruleset.if.branch).toEqual(['release-3.20']);
+  });
+});
