@@ -98,7 +98,7 @@ export function substituteContainer(ctx: Ctx, p: Parsed): void {
     at.error(
       where,
       `unable to unmarshal configuration after substitution for step ${c.name}: ${reason}`,
-      'a substituted value broke the YAML around it (as in Vela); quote the field in the pipeline or give the variable a value that fits',
+      'Vela reads the step again after substituting, so a value can break the YAML around it (quoting the field does not help: the step is written again as YAML); give the variable a value that fits, or use it in commands',
     );
   const lc = new LineCounter();
   const text = `${texts.join('\n')}\n`;
@@ -106,7 +106,7 @@ export function substituteContainer(ctx: Ctx, p: Parsed): void {
   if (doc.errors.length > 0) {
     const first = doc.errors[0];
     const { line } = lc.linePos(first?.pos[0] ?? 0);
-    refuse(`line ${line} of the substituted step "${(text.split('\n')[line - 1] ?? '').trim()}": ${(first?.message ?? '').split('\n')[0]}`);
+    refuse(`"${(text.split('\n')[line - 1] ?? '').trim()}": ${(first?.message ?? '').split('\n')[0]}`);
     return;
   }
   const root = doc.contents;
