@@ -208,6 +208,17 @@ describe('item 9: ${VAR} substitution in the step text, as Vela does', () => {
     expect(r.ok && r.build.steps[1]?.image).toBe('${EMPTY}');
   });
 
+  it('a plugin tag list led by an empty commit leaves PARAMETER_TAGS: ,latest, which is refused', () => {
+    // compiler/native/environment.go writes PARAMETER_TAGS = "${VELA_BUILD_COMMIT},latest" before
+    // substitution; yaml.v3 writes it plain, and its scanner (scannerc.go) reads a leading `,` as a
+    // flow entry, so the text no longer parses. With a commit it compiles.
+    const src = step('image: target/vela-docker', 'parameters:', '  tags: [ "${VELA_BUILD_COMMIT}", latest ]');
+    const r = compilePipeline(src, { file: 'p.yml' });
+    expect(r.ok ? [] : r.errors.map((e) => e.message)).toEqual([expect.stringContaining(`${refusal}"PARAMETER_TAGS: ,latest"`)]);
+    const withCommit = compilePipeline(src, { file: 'p.yml', metadata: { build: { commit: 'abc' } } });
+    expect(withCommit.ok && withCommit.build.steps[1]?.environment.PARAMETER_TAGS).toBe('abc,latest');
+  });
+
   it('substitutes environment values, literal blocks and rulesets as before', () => {
     const src = step(
       'image: alpine:${TAG}',
