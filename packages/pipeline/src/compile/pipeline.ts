@@ -77,17 +77,16 @@ const DEFAULT_CLONE_IMAGE = 'target/vela-git-slim:latest';
 const INIT_IMAGE = '#init';
 
 /**
- * Compiles a Vela pipeline file (YAML, `version: "1"`) into a {@link Build}, the way go-vela/server's
- * native compiler does: init step (and clone step when enabled) first, environment layering
- * (pipeline → stage → step → VELA_* defaults → `PARAMETER_*`), `${VAR}` substitution in steps,
- * rulesets in short and long form, pull `true`/`false`, secrets, ulimits, volumes, YAML anchors and
- * merge keys, then ids as `prepareBuild` sets them.
+ * Compiles a Vela pipeline file (YAML; any non-empty version but `legacy`) into a {@link Build},
+ * the way go-vela/server's native compiler does: init step (and clone step when enabled) first,
+ * environment layering (pipeline → stage → step → VELA_* defaults → `PARAMETER_*`), `${VAR}`
+ * substitution into each step's YAML text, rulesets in short and long form, pull `true`/`false`,
+ * secrets, ulimits, volumes, YAML anchors and merge keys, then ids as `prepareBuild` sets them. A
+ * pipeline with nothing to run compiles to init (and clone) with a `nothing to run` warning.
  *
  * Never throws: every problem comes back as a {@link CompileError} with file, line and column.
- * Berth's deviations from Vela: unknown keys are errors (Vela ignores them) except top-level
- * `aliases` and `x-*` keys meant to hold anchors; templates, starlark, `render_inline` and ruleset
- * `eval` are refused; image references are validated; `needs` must name existing stages and
- * must not form a cycle; stages only get the implicit `clone` need when the clone step exists.
+ * Berth's deviations from Vela (warnings for unknown keys and undeclared step secrets, image and
+ * `needs` checks, …) are listed in the package README.
  */
 export function compilePipeline(source: string, options: CompileOptions): CompileResult {
   const result = compileSource(source, options);
