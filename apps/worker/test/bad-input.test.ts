@@ -52,11 +52,17 @@ const pipelineCases: [string, string, (string | RegExp)[]][] = [
     'version: "1"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\nstages:\n  one:\n    steps:\n      - name: b\n        image: berth/busybox:1.35\n        commands: [echo]\n',
     [/stages/],
   ],
-  ['an unsupported version', 'version: "2"\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n', [/version/]],
+  // Vela refuses only an empty version and "legacy" (go-vela/server internal/yaml.go ParseYAML).
+  ['the legacy version', 'version: legacy\nsteps:\n  - name: a\n    image: berth/busybox:1.35\n    commands: [echo]\n', [/version/]],
   [
     'templates',
     'version: "1"\ntemplates:\n  - name: t\n    source: github.com/o/r/t.yml\n    type: github\nsteps:\n  - name: a\n    template:\n      name: t\n',
     [/template t comes from github\.com\/o\/r\/t\.yml/, /--template-file t:/],
+  ],
+  [
+    'a Go template without --pipeline-type go',
+    'version: "1"\nsteps:\n{{ range $n := list "a" "b" }}\n  - name: {{ $n }}\n    image: berth/busybox:1.35\n    commands: [echo]\n{{ end }}\n',
+    [/:3:1: the file looks like a Go template/, /--pipeline-type go/],
   ],
   ['an empty file', '', [/empty\.yml/]],
   ['a list at the top', '- a\n- b\n', [/top-?level\.yml:1:1/]],
@@ -181,6 +187,21 @@ describe('berth on good input', () => {
     const run = await runCli(['validate', good]);
     expect(run.stdout).toContain('is valid: 2 steps, 0 services');
     expect(run.code).toBe(0);
+  });
+
+  // go-vela/server compiles a pipeline without steps to the init step and skips the build
+  // (compiler/native/compile.go compileSteps; api/build/skip.go SkipEmptyBuild).
+  it('validate and compile say a file without steps has nothing to run, and exit 0', async () => {
+    const empty = file('empty-steps.yml', 'version: "1"\nsteps: []\n');
+    const validate = await runCli(['validate', empty]);
+    expect(validate.code).toBe(0);
+    expect(validate.stdout).toContain(
+      "is valid, but has nothing to run: Vela's server would skip the build (skipping build since only init step found — it is likely no rulesets matched for the webhook payload)",
+    );
+    const compile = await runCli(['compile', empty]);
+    expect(compile.code).toBe(0);
+    expect(compile.stderr).toMatch(/warning: .*empty-steps\.yml:2:1: nothing to run: skipping build since only init step found/);
+    expect((JSON.parse(compile.stdout) as { steps: { name: string }[] }).steps.map((s) => s.name)).toEqual(['init']);
   });
 
   it('compile prints the executable as JSON with prepared ids', async () => {

@@ -16,6 +16,7 @@ export { applyScript } from './script.ts';
 export { buildEnvironment, repoEnvironment, velaEnvironment, WORKSPACE_DEFAULT, type EnvironmentInput } from './environment.ts';
 export { parseImageReference, type ImageReference, type ImageReferenceResult } from './image.ts';
 export { envsubst, SubstitutionError } from './substitute.ts';
+export { skipEmptyBuild } from './skip.ts';
 export { compilePipeline, type CompileOptions, type CompileResult } from './compile/pipeline.ts';
 export {
   DEFAULT_TEMPLATE_DEPTH,

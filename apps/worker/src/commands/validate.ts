@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { compilePipeline } from '@berth/pipeline';
+import { compilePipeline, skipEmptyBuild } from '@berth/pipeline';
 import type { Io } from '../io.ts';
 import { EXIT } from '../exit-codes.ts';
 import { DEFAULT_PIPELINE_FILE, formatCompileErrors, pipelineFlagOptions, pipelineOptions, readPipelineFile, type PipelineFlags } from '../pipeline-file.ts';
@@ -22,6 +22,12 @@ export function validateCommand(program: Command, io: Io): void {
       return;
     }
     const b = result.build;
+    // go-vela/server api/build/skip.go SkipEmptyBuild: the file is valid, but Vela runs nothing.
+    const skip = skipEmptyBuild(b);
+    if (skip !== '') {
+      io.stdout.write(`${file} is valid, but has nothing to run: Vela's server would skip the build (${skip})\n`);
+      return;
+    }
     const steps = b.steps.length + b.stages.reduce((n, s) => n + s.steps.length, 0);
     io.stdout.write(`${file} is valid: ${b.stages.length > 0 ? `${b.stages.length} stages, ` : ''}${steps} steps, ${b.services.length} services\n`);
   });

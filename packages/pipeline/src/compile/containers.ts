@@ -3,7 +3,7 @@
  * service.go, secret.go, stage.go, ulimit.go and volume.go read them, each kept with the YAML
  * nodes it came from so later errors point at the right line.
  */
-import { isMap, isScalar, isSeq, type Node } from 'yaml';
+import { isMap, isScalar, type Node } from 'yaml';
 import { emptyContainer, type Container, type Git, type PullPolicy, type Secret, type Stage, type StepSecret, type Ulimit, type Volume } from '../model.ts';
 import { scalarText, type Ctx, type Entry } from './document.ts';
 import { ORIGIN_KEYS, SECRET_KEYS, SERVICE_KEYS, STAGE_KEYS, STEP_KEYS, suggest } from './keys.ts';
@@ -261,9 +261,8 @@ export interface ParsedStage {
 export function parseSteps(ctx: Ctx, entry: Entry | undefined, what: string): Parsed[] {
   const out: Parsed[] = [];
   const nodes = ctx.list(entry, what);
-  if (entry !== undefined && nodes.length === 0 && !ctx.isNull(entry.value) && entry.value !== null && isSeq(entry.value)) {
-    ctx.error(entry.keyNode, `${what} is empty`, 'add at least one step');
-  }
+  // An empty list compiles: go-vela/server injects init (and clone) before ValidateYAML
+  // (compiler/native/compile.go compileSteps), and its server then skips the build.
   for (const node of nodes) {
     if (!isMap(node)) {
       ctx.error(node, `each of ${what} must be a mapping`, 'write - name: …\n  image: …');
@@ -329,7 +328,6 @@ export function parseStages(ctx: Ctx, entry: Entry): ParsedStage[] {
   if (entry.value === null || ctx.isNull(entry.value)) return out;
   const list = ctx.entries(entry.value, 'stages');
   if (list === null) return out;
-  if (list.length === 0) ctx.error(entry.keyNode, 'stages is empty', 'add at least one stage');
   for (const e of list) {
     if (e.value === null || !isMap(e.value)) {
       ctx.error(e.value ?? e.keyNode, `stage ${e.key} must be a mapping`, 'write <stage>:\n  steps: [...]');

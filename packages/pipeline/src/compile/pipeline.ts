@@ -8,6 +8,7 @@ import { prepareBuild, type BuildIdentity } from '../ids.ts';
 import { parseImageReference } from '../image.ts';
 import { emptyBuild, type Build, type CancelOptions } from '../model.ts';
 import { matchRuleset, type RuleData } from '../ruleset.ts';
+import { skipEmptyBuild } from '../skip.ts';
 import { builtinStep, parseGit, parseInt64, parseSecrets, parseStages, parseStep, parseSteps, type Parsed, type ParsedStage } from './containers.ts';
 import { checkContainerIds, checkNames, checkNeeds } from './checks.ts';
 import { Ctx, type CompileError, type Entry } from './document.ts';
@@ -76,19 +77,48 @@ const DEFAULT_CLONE_IMAGE = 'target/vela-git-slim:latest';
 const INIT_IMAGE = '#init';
 
 /**
- * Compiles a Vela pipeline file (YAML, `version: "1"`) into a {@link Build}, the way go-vela/server's
- * native compiler does: init step (and clone step when enabled) first, environment layering
- * (pipeline → stage → step → VELA_* defaults → `PARAMETER_*`), `${VAR}` substitution in steps,
- * rulesets in short and long form, pull `true`/`false`, secrets, ulimits, volumes, YAML anchors and
- * merge keys, then ids as `prepareBuild` sets them.
+ * Compiles a Vela pipeline file (YAML; any non-empty version but `legacy`) into a {@link Build},
+ * the way go-vela/server's native compiler does: init step (and clone step when enabled) first,
+ * environment layering (pipeline → stage → step → VELA_* defaults → `PARAMETER_*`), `${VAR}`
+ * substitution into each step's YAML text, rulesets in short and long form, pull `true`/`false`,
+ * secrets, ulimits, volumes, YAML anchors and merge keys, then ids as `prepareBuild` sets them. A
+ * pipeline with nothing to run compiles to init (and clone) with a `nothing to run` warning.
  *
  * Never throws: every problem comes back as a {@link CompileError} with file, line and column.
- * Berth's deviations from Vela: unknown keys are errors (Vela ignores them) except top-level
- * `aliases` and `x-*` keys meant to hold anchors; templates, starlark, `render_inline` and ruleset
- * `eval` are refused; image references are validated; `needs` must name existing stages and
- * must not form a cycle; stages only get the implicit `clone` need when the clone step exists.
+ * Berth's deviations from Vela (warnings for unknown keys and undeclared step secrets, image and
+ * `needs` checks, …) are listed in the package README.
  */
 export function compilePipeline(source: string, options: CompileOptions): CompileResult {
+  const result = compileSource(source, options);
+  return result.ok ? result : { ...result, errors: withTemplateNote(source, options, result.errors) };
+}
+
+/**
+ * A file with `{{ … }}` that fails as plain YAML is most likely a Go template compiled without
+ * its pipeline type (go-vela/server compiler/native/parse.go Parse renders templates only for
+ * type `go`): say so first, at the first `{{`.
+ */
+function withTemplateNote(source: string, options: CompileOptions, errors: CompileError[]): CompileError[] {
+  const type = (options.pipelineType ?? '').toLowerCase();
+  if (type !== '' && type !== 'yaml') return errors;
+  const at = source.search(/\{\{[\s\S]*?\}\}/);
+  if (at < 0) return errors;
+  const before = source.slice(0, at);
+  const line = before.split('\n').length;
+  const column = at - before.lastIndexOf('\n');
+  return [
+    {
+      file: options.file,
+      line,
+      column,
+      message: 'the file looks like a Go template ({{ … }}) but was read as plain YAML',
+      hint: 'compile it as a Go template: pipeline type go (berth validate/compile/exec --pipeline-type go, as in the Vela CLI)',
+    },
+    ...errors,
+  ];
+}
+
+function compileSource(source: string, options: CompileOptions): CompileResult {
   const file = options.file;
   const pipelineType = (options.pipelineType ?? '').toLowerCase();
   if (pipelineType === 'starlark' || /\.(star|py)$/i.test(file)) {
@@ -160,9 +190,9 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   if (versionEntry === undefined || version === '') {
     ctx.error(versionEntry?.keyNode ?? root, 'no "version:" YAML property provided', 'add version: "1" at the top of the file');
   } else if (version === 'legacy') {
+    // internal/yaml.go ParseYAML refuses "legacy" alone; compiler/native/validate.go ValidateYAML
+    // only requires a non-empty version, so "1.0", "2", … compile as "1" does.
     ctx.error(versionEntry.value, "version 'legacy' is no longer supported, please update your pipeline to use version '1'");
-  } else if (version !== '1') {
-    ctx.error(versionEntry.value, `pipeline version "${version}" is not supported`, 'use version: "1"');
   }
   const templates = parseTemplates(ctx, top.get('templates'));
 
@@ -243,10 +273,9 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   if (stepsEntry !== undefined && stagesEntry !== undefined) {
     ctx.error(stagesEntry.keyNode, 'stages and steps provided', 'use either steps or stages, not both');
   }
-  if ((stepsEntry === undefined || ctx.isNull(stepsEntry.value)) && (stagesEntry === undefined || ctx.isNull(stagesEntry.value))) {
-    if (!renderInlineWanted && templates.size === 0)
-      ctx.error(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, 'no stages, steps or templates provided', 'add steps: [...]');
-  }
+  // No steps or stages is not an error: go-vela/server's compileSteps injects init (and clone)
+  // before ValidateYAML, whose "no stages, steps or templates provided" then never fires
+  // (compiler/native/compile.go, validate.go); the server skips the build (see skipEmptyBuild).
   const services: Parsed[] = [];
   for (const node of ctx.list(top.get('services'), 'services')) {
     const parsed = parseStep(ctx, node, 'service');
@@ -285,7 +314,6 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
     stages.push(...inline.stages);
     if (steps.length > 0 && stages.length > 0)
       ctx.error(root, 'stages and steps provided after rendering the inline templates', 'use either steps or stages, in the pipeline and its templates');
-    if (steps.length === 0 && stages.length === 0 && ctx.errors.length === 0) ctx.error(root, 'no stages, steps or templates provided', 'add steps: [...]');
   }
   steps = expandSteps(ctx, steps, templates, expansion, expansion.maxDepth);
   for (const s of stages) s.steps = expandSteps(ctx, s.steps, templates, expansion, expansion.maxDepth);
@@ -309,7 +337,7 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       if (cloneWanted && s.stage.name !== 'clone' && s.stage.name !== 'init' && !s.stage.needs.includes('clone')) s.stage.needs.push('clone');
     }
     stages.unshift(...builtins);
-  } else if (stepsEntry !== undefined || steps.length > 0) {
+  } else {
     const builtins = [builtinStep('init', INIT_IMAGE)];
     if (cloneWanted) builtins.push(builtinStep('clone', cloneImage));
     steps.unshift(...builtins);
@@ -355,22 +383,6 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
       );
   }
 
-  // secret references
-  const declared = new Set(secrets.map((s) => s.secret.name));
-  // Secret origins (plugins) produce secrets whose names are only known at run time.
-  const hasOrigins = secrets.some((s) => s.origin !== null);
-  for (const p of [...steps, ...stages.flatMap((s) => s.steps), ...secrets.flatMap((s) => (s.origin === null ? [] : [s.origin]))]) {
-    for (const ref of p.container.secrets) {
-      if (declared.has(ref.source) || hasOrigins) continue;
-      const hint = suggest(ref.source, [...declared]);
-      ctx.error(
-        p.origin.nameNode ?? p.origin.node,
-        `step ${p.container.name} uses secret "${ref.source}", which is not declared`,
-        hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`,
-      );
-    }
-  }
-
   // transform (purge by compile-time rules, number)
   const keep = (p: Parsed): boolean => {
     if (ruleData === undefined) return true;
@@ -401,6 +413,25 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
   counter = 1;
   for (const s of secrets) if (s.origin !== null && keep(s.origin)) s.origin.container.number = counter++;
 
+  // secret references: go-vela/server's compiler never checks a step's secrets against the
+  // secrets block (compiler/native/validate.go), and go-vela/worker executor/linux/secret.go
+  // injectSecrets skips one it has no value for. Berth warns, for the containers that run.
+  const declared = new Set(secrets.map((s) => s.secret.name));
+  // Secret origins (plugins) produce secrets whose names are only known at run time.
+  const hasOrigins = secrets.some((s) => s.origin !== null);
+  const keptOrigins = secrets.flatMap((s) => (s.origin !== null && (ruleData === undefined || s.origin.container.number > 0) ? [s.origin] : []));
+  for (const p of [...keptSteps, ...keptStages.flatMap((s) => s.steps), ...keptOrigins]) {
+    for (const ref of p.container.secrets) {
+      if (declared.has(ref.source) || hasOrigins) continue;
+      const hint = suggest(ref.source, [...declared]);
+      ctx.warn(
+        p.origin.nameNode ?? p.origin.node,
+        `step ${p.container.name} uses secret "${ref.source}", which is not declared under secrets: (Vela compiles it, and the step runs without that variable)`,
+        hint !== undefined ? `did you mean "${hint}"?` : `declare it under the top-level secrets: key`,
+      );
+    }
+  }
+
   const duplicates = checkNames(ctx, { services: keptServices, steps: keptSteps, stages, keptStages }, cloneWanted, ruleData === undefined);
 
   if (ctx.errors.length > 0) {
@@ -422,6 +453,9 @@ export function compilePipeline(source: string, options: CompileOptions): Compil
 
   checkContainerIds(ctx, { services: keptServices, steps: keptSteps, keptStages }, duplicates, root);
   if (ctx.errors.length > 0) return { ok: false, errors: ctx.errors, warnings: ctx.warnings };
+  const skip = skipEmptyBuild(build);
+  if (skip !== '')
+    ctx.warn(stepsEntry?.keyNode ?? stagesEntry?.keyNode ?? root, `nothing to run: ${skip}`, "Vela's server marks such a build skipped and runs nothing");
   return { ok: true, build, warnings: ctx.warnings };
 }
 
