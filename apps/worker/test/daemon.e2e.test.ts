@@ -157,7 +157,7 @@ steps:
     for (const value of Object.values(values)) expect(log).not.toContain(value);
   });
 
-  it('cancels a running build through DELETE /api/v1/executors/0/build/cancel within 2 s after the stop grace', async () => {
+  it('cancels a running build through DELETE /api/v1/executors/0/build/cancel: answered at once, stopped in the background', async () => {
     const { id, repo } = await enqueue(
       () => `
 version: "1"
@@ -184,8 +184,9 @@ steps:
     expect(res.status).toBe(200);
     expect((await res.json()) as { id: number; status: string }).toMatchObject({ id, status: 'canceled' });
     console.log(`cancel answered in ${ms} ms (stop grace 2000 ms)`);
-    // Stop grace 2 s (sh as PID 1 ignores SIGTERM: SIGKILL after the grace) + 2 s.
-    expect(ms).toBeLessThan(2_000 + 2_000);
+    // Answered when recorded (issue #26 item 1), not after the stop grace of 2 s (sh as PID 1
+    // ignores SIGTERM: SIGKILL after the grace).
+    expect(ms).toBeLessThanOrEqual(1_000);
     await waitFor('the final build status', () => sim.builds.get(id)?.status === 'canceled', 10_000);
     expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'canceled', exit_code: 137 });
     expect(worker.daemon.slots.size).toBe(0);
