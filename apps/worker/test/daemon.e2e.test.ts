@@ -157,6 +157,39 @@ steps:
     for (const value of Object.values(values)) expect(log).not.toContain(value);
   });
 
+  // Issue #26 item 3: the variables go-vela/worker lays in a step on Docker. W
+  // internal/step/environment.go Environment (VELA_VERSION as version Semantic `v…`, the four
+  // outputs files, the build from executor/linux/build.go CreateBuild's server answer, so the
+  // `enqueued` the server stored after the push: S api/build/enqueue.go) and executor/linux/step.go
+  // PlanStep (the step running, host, runtime and distribution: S api/types/step.go Environment).
+  it("gives a step go-vela/worker's variables: the stored build's enqueued time, the running step, the version and outputs files", async () => {
+    const { id } = await enqueue(
+      () => `
+version: "1"
+steps:
+  - name: env
+    image: ${IMAGE}
+    pull: never
+    commands:
+      - echo "enq=$VELA_BUILD_ENQUEUED/$BUILD_ENQUEUED"
+      - echo "step=$VELA_STEP_NAME/$VELA_STEP_STATUS/$VELA_STEP_HOST/$VELA_STEP_RUNTIME/$VELA_STEP_DISTRIBUTION"
+      - echo "version=$VELA_VERSION"
+      - echo "outputs=$VELA_OUTPUTS $VELA_MASKED_OUTPUTS $VELA_BASE64_OUTPUTS $VELA_MASKED_BASE64_OUTPUTS"
+      - echo "type=$VELA_REPO_PIPELINE_TYPE"
+`,
+      { repoFields: { pipeline_type: 'go' } },
+    );
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    const enqueued = sim.builds.get(id)!.enqueued!;
+    expect(enqueued).toBeGreaterThan(0);
+    const log = sim.stepLog(id, 2)!.toString('utf8');
+    expect(log).toContain(`enq=${enqueued}/${enqueued}\n`);
+    expect(log).toContain(`step=env/running/${worker.hostname}/docker/linux\n`);
+    expect(log).toContain('version=v0.0.0-test\n');
+    expect(log).toContain('outputs=/vela/outputs/.env /vela/outputs/masked.env /vela/outputs/base64.env /vela/outputs/masked.base64.env\n');
+    expect(log).toContain('type=go\n');
+  });
+
   it('cancels a running build through DELETE /api/v1/executors/0/build/cancel: answered at once, stopped in the background', async () => {
     const { id, repo } = await enqueue(
       () => `
