@@ -190,6 +190,34 @@ steps:
     expect(log).toContain('type=go\n');
   });
 
+  // Issue #26 item 2: a step the ruleset skips after a failure goes to the server as go-vela/worker
+  // reports it (W internal/step/upload.go Upload: pending → killed, 137, started = finished), which
+  // go-vela/ui shows as "step was skipped" (Build_.elm viewLogs); `skipped` it would read as Error.
+  it('reports a step after a failed step killed, exit code 137, with a start time', async () => {
+    const { id } = await enqueue(
+      () => `
+version: "1"
+steps:
+  - name: fails
+    image: ${IMAGE}
+    pull: never
+    commands: [ "exit 3" ]
+  - name: after
+    image: ${IMAGE}
+    pull: never
+    commands: [ "echo never" ]
+`,
+    );
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    expect(sim.builds.get(id)!.status).toBe('failure');
+    const [, fails, after] = sim.stepsOf(id).sort((a, b) => a.number! - b.number!);
+    expect(fails).toMatchObject({ name: 'fails', status: 'failure', exit_code: 3 });
+    expect(after).toMatchObject({ name: 'after', status: 'killed', exit_code: 137 });
+    expect(after!.started).toBeGreaterThan(0);
+    expect(after!.started).toBe(after!.finished);
+    expect(sim.stepLog(id, 3)?.toString('utf8') ?? '').not.toContain('never');
+  });
+
   it('cancels a running build through DELETE /api/v1/executors/0/build/cancel: answered at once, stopped in the background', async () => {
     const { id, repo } = await enqueue(
       () => `
