@@ -97,7 +97,7 @@ async function cancel(ctx: SimContext, build: VelaBuild, user: string): Promise<
           headers: auth,
           signal: AbortSignal.timeout(30_000),
         });
-        answered = asObject(await res.json()) as VelaBuild;
+        answered = asObject(await res.json());
       } catch (e) {
         throw new HttpError(500, `unable to cancel running build ${entry}: ${e instanceof Error ? e.message : String(e)}`);
       }
