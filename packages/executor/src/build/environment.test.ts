@@ -44,8 +44,9 @@ describe('prepareEnvironment', () => {
     const service = emptyContainer({ name: 'svc', image: 'busybox', commands: ['serve'] });
     prepareEnvironment(service, 'service', vars, new Map());
     expect(service.commands).toEqual(['serve']);
-    // A service gets the worker's variables, not a step's.
-    expect(service.environment['VELA_OUTPUTS']).toBe('/vela/outputs/.env');
+    // A service gets the worker's variables (W internal/service/environment.go), not a step's.
+    expect(service.environment['VELA_VERSION']).toBe('v1.0.0');
+    expect(service.environment['VELA_OUTPUTS']).toBeUndefined();
     expect(service.environment['VELA_STEP_STATUS']).toBeUndefined();
   });
 

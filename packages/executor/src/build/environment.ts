@@ -40,15 +40,20 @@ export interface WorkerVariables {
 /**
  * The worker's own variables in every container, as go-vela/worker internal/step/environment.go
  * Environment sets them: distribution, host, runtime, the version in Vela's form (`v0.28.1`: W
- * version.New's Semantic is the canonical tag), and the four outputs files (set whether or not
- * outputs are on).
+ * version.New's Semantic is the canonical tag), and for steps the four outputs files (set
+ * whether or not outputs are on).
  */
-function workerEnvironment(vars: WorkerVariables): Record<string, string> {
-  return {
+function workerEnvironment(vars: WorkerVariables, kind: 'step' | 'service' | 'init'): Record<string, string> {
+  const env: Record<string, string> = {
     VELA_DISTRIBUTION: 'linux',
     VELA_HOST: vars.host,
     VELA_RUNTIME: vars.runtime,
     VELA_VERSION: /^\d/.test(vars.version) ? `v${vars.version}` : vars.version,
+  };
+  // W internal/service/environment.go Environment sets no outputs files for a service.
+  if (kind === 'service') return env;
+  return {
+    ...env,
     VELA_OUTPUTS: `${OUTPUTS_DIR}/.env`,
     VELA_MASKED_OUTPUTS: `${OUTPUTS_DIR}/masked.env`,
     VELA_BASE64_OUTPUTS: `${OUTPUTS_DIR}/base64.env`,
@@ -96,7 +101,7 @@ export function prepareEnvironment(
 ): string[] {
   const env = container.environment;
   if (vars.environment !== undefined) Object.assign(env, vars.environment(container));
-  Object.assign(env, workerEnvironment(vars));
+  Object.assign(env, workerEnvironment(vars, kind));
   if (kind === 'step') Object.assign(env, stepEnvironment(container, vars));
   const notes = injectSecrets(container, secrets, 'substitutable');
   // Outputs after the worker's variables and the secrets, never over them, before the script and
