@@ -304,6 +304,9 @@ function flagOptions(flags: PipelineFlags): Omit<FlagOptions, 'templates'> {
   if (flags.strict === true) out.strict = true;
   const rules = ruleFlags(flags);
   if (rules !== undefined) Object.assign(out, rules);
+  // Vela compiles with the repo's pipeline type, so VELA_REPO_PIPELINE_TYPE names the type the
+  // pipeline was compiled as (S compiler/native/environment.go environment: r.GetPipelineType()).
+  if (flags.pipelineType !== undefined) out.metadata = { ...out.metadata, repo: { ...out.metadata?.repo, pipeline_type: flags.pipelineType } };
   return out;
 }
 

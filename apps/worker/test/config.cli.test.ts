@@ -157,7 +157,10 @@ describe('start --help', () => {
         'Configuration:',
       ])
         expect(run.stdout).toContain(`\n${group}\n`);
-      for (const hidden of ['--queue-private-key', '--storage-file-size-limit', '--executor-driver']) expect(run.stdout).not.toContain(hidden);
+      for (const hidden of ['--storage-file-size-limit']) expect(run.stdout).not.toContain(hidden);
+      // go-vela/worker's own flags, shown as its help shows them (issue #26 item 5).
+      for (const shown of ['--executor-driver', '--queue-private-key']) expect(run.stdout).toContain(shown);
+      expect(run.stdout.replace(/\s+/g, ' ')).toContain("0: Berth's default cap of 16 MiB with a 1 MiB tail");
       // Outputs are supported: the flag that turns them on is shown.
       expect(run.stdout).toContain('--executor-outputs-image');
     }

@@ -157,7 +157,68 @@ steps:
     for (const value of Object.values(values)) expect(log).not.toContain(value);
   });
 
-  it('cancels a running build through DELETE /api/v1/executors/0/build/cancel within 2 s after the stop grace', async () => {
+  // Issue #26 item 3: the variables go-vela/worker lays in a step on Docker. W
+  // internal/step/environment.go Environment (VELA_VERSION as version Semantic `v…`, the four
+  // outputs files, the build from executor/linux/build.go CreateBuild's server answer, so the
+  // `enqueued` the server stored after the push: S api/build/enqueue.go) and executor/linux/step.go
+  // PlanStep (the step running, host, runtime and distribution: S api/types/step.go Environment).
+  it("gives a step go-vela/worker's variables: the stored build's enqueued time, the running step, the version and outputs files", async () => {
+    const { id } = await enqueue(
+      () => `
+version: "1"
+steps:
+  - name: env
+    image: ${IMAGE}
+    pull: never
+    commands:
+      - echo "enq=$VELA_BUILD_ENQUEUED/$BUILD_ENQUEUED"
+      - echo "step=$VELA_STEP_NAME/$VELA_STEP_STATUS/$VELA_STEP_HOST/$VELA_STEP_RUNTIME/$VELA_STEP_DISTRIBUTION"
+      - echo "version=$VELA_VERSION"
+      - echo "outputs=$VELA_OUTPUTS $VELA_MASKED_OUTPUTS $VELA_BASE64_OUTPUTS $VELA_MASKED_BASE64_OUTPUTS"
+      - echo "type=$VELA_REPO_PIPELINE_TYPE"
+`,
+      { repoFields: { pipeline_type: 'go' } },
+    );
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    const enqueued = sim.builds.get(id)!.enqueued!;
+    expect(enqueued).toBeGreaterThan(0);
+    const log = sim.stepLog(id, 2)!.toString('utf8');
+    expect(log).toContain(`enq=${enqueued}/${enqueued}\n`);
+    expect(log).toContain(`step=env/running/${worker.hostname}/docker/linux\n`);
+    expect(log).toContain('version=v0.0.0-test\n');
+    expect(log).toContain('outputs=/vela/outputs/.env /vela/outputs/masked.env /vela/outputs/base64.env /vela/outputs/masked.base64.env\n');
+    expect(log).toContain('type=go\n');
+  });
+
+  // Issue #26 item 2: a step the ruleset skips after a failure goes to the server as go-vela/worker
+  // reports it (W internal/step/upload.go Upload: pending → killed, 137, started = finished), which
+  // go-vela/ui shows as "step was skipped" (Build_.elm viewLogs); `skipped` it would read as Error.
+  it('reports a step after a failed step killed, exit code 137, with a start time', async () => {
+    const { id } = await enqueue(
+      () => `
+version: "1"
+steps:
+  - name: fails
+    image: ${IMAGE}
+    pull: never
+    commands: [ "exit 3" ]
+  - name: after
+    image: ${IMAGE}
+    pull: never
+    commands: [ "echo never" ]
+`,
+    );
+    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    expect(sim.builds.get(id)!.status).toBe('failure');
+    const [, fails, after] = sim.stepsOf(id).sort((a, b) => a.number! - b.number!);
+    expect(fails).toMatchObject({ name: 'fails', status: 'failure', exit_code: 3 });
+    expect(after).toMatchObject({ name: 'after', status: 'killed', exit_code: 137 });
+    expect(after!.started).toBeGreaterThan(0);
+    expect(after!.started).toBe(after!.finished);
+    expect(sim.stepLog(id, 3)?.toString('utf8') ?? '').not.toContain('never');
+  });
+
+  it('cancels a running build through DELETE /api/v1/executors/0/build/cancel: answered at once, stopped in the background', async () => {
     const { id, repo } = await enqueue(
       () => `
 version: "1"
@@ -184,8 +245,9 @@ steps:
     expect(res.status).toBe(200);
     expect((await res.json()) as { id: number; status: string }).toMatchObject({ id, status: 'canceled' });
     console.log(`cancel answered in ${ms} ms (stop grace 2000 ms)`);
-    // Stop grace 2 s (sh as PID 1 ignores SIGTERM: SIGKILL after the grace) + 2 s.
-    expect(ms).toBeLessThan(2_000 + 2_000);
+    // Answered when recorded (issue #26 item 1), not after the stop grace of 2 s (sh as PID 1
+    // ignores SIGTERM: SIGKILL after the grace).
+    expect(ms).toBeLessThanOrEqual(1_000);
     await waitFor('the final build status', () => sim.builds.get(id)?.status === 'canceled', 10_000);
     expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'canceled', exit_code: 137 });
     expect(worker.daemon.slots.size).toBe(0);

@@ -55,6 +55,19 @@ describe('templates in berth validate and compile', () => {
   });
 });
 
+// S compiler/native/environment.go environment: VELA_REPO_PIPELINE_TYPE is the repo's pipeline
+// type, the one Vela compiled the file with (issue #26 item 3).
+describe('VELA_REPO_PIPELINE_TYPE', () => {
+  it('names the type given with --pipeline-type', async () => {
+    const go = path.join(dir, 'type.yml');
+    writeFileSync(go, 'version: "1"\nsteps:\n{{ range list "a" }}\n  - name: {{ . }}\n    image: alpine\n    commands: [ls]\n{{ end }}\n');
+    const run = await runCli(['compile', '--pipeline-type', 'go', go], { cwd: dir });
+    expect(run.stderr).toBe('');
+    const steps = (JSON.parse(run.stdout) as { steps: { name: string; environment: Record<string, string> }[] }).steps;
+    expect(steps.find((s) => s.name === 'a')?.environment['VELA_REPO_PIPELINE_TYPE']).toBe('go');
+  });
+});
+
 describe('rule data from --event, --branch, --tag (go-vela/cli validate_test.go "pipeline with rulesets")', () => {
   const rules = path.join(dir, 'ruleset.yml');
   writeFileSync(

@@ -302,7 +302,8 @@ function userEnvironment(u: UserInfo): Record<string, string> {
   return {
     VELA_USER_ACTIVE: bool(u.active),
     VELA_USER_ADMIN: bool(u.admin),
-    VELA_USER_FAVORITES: toVelaString(u.favorites ?? []),
+    // ToString of a []string (not []any) takes its default branch: YAML, then JSON (S api/types/string.go).
+    VELA_USER_FAVORITES: JSON.stringify(u.favorites ?? []),
     VELA_USER_NAME: str(u.name),
   };
 }

@@ -69,9 +69,14 @@ describe('velaEnvironment', () => {
       BUILD_WORKSPACE: '/vela/src',
       VELA_BUILD_CREATED: '0',
       VELA_REPO_ACTIVE: 'false',
-      VELA_USER_FAVORITES: '',
+      // S api/types/user.go Environment: ToString([]string) is JSON (api/types/string.go).
+      VELA_USER_FAVORITES: '[]',
     });
     expect(env['VELA_BUILD_NUMBER']).toBeUndefined();
+  });
+
+  it('writes the user favorites as JSON, as Vela ToString does a []string', () => {
+    expect(velaEnvironment({ user: { favorites: ['octo/app', 'octo/lib'] } })['VELA_USER_FAVORITES']).toBe('["octo/app","octo/lib"]');
   });
 
   it('describes a pull request build', () => {

@@ -96,7 +96,6 @@ export async function enqueueBuild(ctx: SimContext, publisher: QueuePublisher, o
     ref: 'refs/heads/main',
     commit: randomBytes(20).toString('hex'),
     created: t,
-    enqueued: t,
     route,
     ...options.build,
     repo: { ...repo },
@@ -121,5 +120,9 @@ export async function enqueueBuild(ctx: SimContext, publisher: QueuePublisher, o
   const item: VelaQueueItem = { build: { ...build }, item_version: options.itemVersion ?? ITEM_VERSION };
   const signed = publisher.sign(JSON.stringify(item));
   if (!options.noPush) await publisher.redis().rpush(route, signed);
+  // S api/build/enqueue.go Enqueue: item.Build.SetEnqueued(now) and UpdateBuild only after the
+  // push, so the item never carries `enqueued`; the stored build (and the answer to the worker's
+  // PUTs) does.
+  if (options.build?.enqueued === undefined) build.enqueued = now();
   return { build, item, signed, route };
 }

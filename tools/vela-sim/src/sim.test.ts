@@ -189,7 +189,9 @@ describe('VelaSim follows the server', () => {
     expect(again.text).toContain('but its status was canceled');
   });
 
-  it("cancels a running build through the worker that runs it: GET executors, then DELETE the executor's build", async () => {
+  // api/build/cancel.go CancelBuild → CancelRunning → cancelBuildForExecutor; then the worker's
+  // answer is stored with the server's error and status (UpdateBuild) and returned.
+  it("cancels a running build through the worker that runs it: GET executors, then DELETE the executor's build; stores the answer as canceled", async () => {
     const { createServer } = await import('node:http');
     const repo = `r-${randomUUID().slice(0, 8)}`;
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, pipeline, noPush: true });
@@ -204,7 +206,8 @@ describe('VelaSim follows the server', () => {
             { id: 3, build: { id: build.id } },
           ]),
         );
-      else if (req.method === 'DELETE' && req.url === '/api/v1/executors/3/build/cancel') res.end(JSON.stringify({ id: build.id, status: 'canceled' }));
+      else if (req.method === 'DELETE' && req.url === '/api/v1/executors/3/build/cancel')
+        res.end(JSON.stringify({ id: build.id, status: 'canceled', message: 'as the worker has it' }));
       else res.writeHead(404).end('{}');
     });
     await new Promise<void>((resolve) => worker.listen(0, '127.0.0.1', resolve));
@@ -217,7 +220,9 @@ describe('VelaSim follows the server', () => {
       record.host = host;
       const cancelled = await call('DELETE', `/api/v1/repos/octo/${repo}/builds/${build.number}/cancel`, sim.secret);
       expect(cancelled.status).toBe(200);
-      expect(cancelled.json).toEqual({ id: build.id, status: 'canceled' });
+      const stored = { id: build.id, status: 'canceled', error: 'running build was canceled by vela-admin', message: 'as the worker has it' };
+      expect(cancelled.json).toMatchObject(stored);
+      expect(record).toMatchObject(stored);
       expect(seen).toEqual(['GET /api/v1/executors bearer', 'DELETE /api/v1/executors/3/build/cancel bearer']);
     } finally {
       await new Promise((resolve) => worker.close(resolve));

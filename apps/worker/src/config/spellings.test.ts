@@ -41,7 +41,7 @@ const GO_FLAGS: Array<[string, string, SettingName, unknown]> = [
   ['queue.cluster', 'false', 'queueCluster', false],
   ['queue.routes', 'a,b', 'queueRoutes', ['a', 'b']],
   ['queue.pop.timeout', '15s', 'queuePopTimeout', 15_000],
-  ['queue.private-key', 'ignored', 'queuePrivateKey', 'ignored'],
+  ['queue.private-key', Buffer.alloc(64, 3).toString('base64'), 'queuePrivateKey', Buffer.alloc(64, 3).toString('base64')],
   ['queue.public-key', Buffer.alloc(32, 1).toString('base64'), 'queuePublicKey', Buffer.alloc(32, 1).toString('base64')],
   ['runtime.driver', 'kubernetes', 'runtimeDriver', 'kubernetes'],
   ['runtime.config', '/etc/kube', 'runtimeConfig', '/etc/kube'],
@@ -180,6 +180,7 @@ describe('the /vela file fallbacks (cli.File)', () => {
     '/vela/queue/routes': 'large,gpu',
     '/vela/queue/pop_timeout': '30s\n',
     '/vela/signing.pub': Buffer.alloc(32, 2).toString('base64'),
+    '/vela/signing.key': `${Buffer.alloc(64, 2).toString('base64')}\n`,
     '/vela/runtime/driver': 'kubernetes',
     '/vela/runtime/namespace': 'builds\n',
     '/vela/runtime/privileged_images': 'target/vela-docker',
@@ -203,6 +204,18 @@ describe('the /vela file fallbacks (cli.File)', () => {
   it('come after flags and variables', () => {
     const { config } = readStartConfig({ env: { ...BASE, VELA_RUNTIME_NAMESPACE: 'from-env' }, flags: { 'queue.addr': 'redis://flag:6379' }, readFile });
     expect([config.runtime.namespace, config.queue.addr]).toEqual(['from-env', 'redis://flag:6379']);
+  });
+
+  // S queue/flags.go queue.private-key: VELA_QUEUE_PRIVATE_KEY, QUEUE_PRIVATE_KEY, then
+  // cli.File("/vela/signing.key"); S queue/redis/opts.go WithPrivateKey refuses what is not base64.
+  it('read /vela/signing.key for queue.private-key, and check it as go-vela/server queue/redis does', () => {
+    expect(() => readStartConfig({ env: BASE, readFile })).not.toThrow();
+    const bad = (p: string): string | undefined => (p === '/vela/signing.key' ? 'not base64!\n' : undefined);
+    expect(() => readStartConfig({ env: BASE, readFile: bad })).toThrow(
+      /queue\.private-key \(file \/vela\/signing\.key\): must be a base64 \(standard, padded\) queue signing private key/,
+    );
+    // A variable comes first: the file is not read.
+    expect(() => readStartConfig({ env: { ...BASE, VELA_QUEUE_PRIVATE_KEY: Buffer.alloc(64, 1).toString('base64') }, readFile: bad })).not.toThrow();
   });
 
   it('name the file in a problem', () => {

@@ -229,10 +229,9 @@ export const SETTINGS = {
     type: 'string',
     default: 'linux',
     oneOf: ['linux'],
-    help: 'executor (linux only)',
+    help: 'executor (linux, the only one)',
     group: 'Builds',
     commands: start,
-    hidden: 'linux is the only executor',
   },
   executorMaxLogSize: {
     flag: 'executor-max-log-size',
@@ -241,7 +240,9 @@ export const SETTINGS = {
     file: '/vela/executor/max_log_size',
     type: 'uint',
     default: '0',
-    help: 'bytes kept and uploaded per step log; 0: no limit',
+    // 0: no `logs.limits` for the executor (daemon/slot-runner.ts), so its default LogCap applies
+    // (packages/executor log/cap.ts). Vela's 0 means no limit (W executor/linux/step.go StreamStep).
+    help: "bytes kept and uploaded per step log (the head, a marker, then a rolling tail of the last lines); 0: Berth's default cap of 16 MiB with a 1 MiB tail",
     group: 'Builds',
     commands: start,
   },
@@ -340,12 +341,13 @@ export const SETTINGS = {
     flag: 'queue-private-key',
     vela: 'queue.private-key',
     env: ['VELA_QUEUE_PRIVATE_KEY', 'QUEUE_PRIVATE_KEY'],
+    // S queue/flags.go: cli.EnvVar ×2, then cli.File("/vela/signing.key").
+    file: '/vela/signing.key',
     type: 'string',
     secret: true,
-    help: 'the signing key of the server',
+    help: "queue signing private key (base64); checked as go-vela's queue checks it, not used (a worker only verifies items)",
     group: 'Queue',
     commands: start,
-    hidden: 'a worker only verifies: ignored (its cli.File /vela/signing.key is not read)',
   },
   queuePublicKey: {
     flag: 'queue-public-key',

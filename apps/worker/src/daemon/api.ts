@@ -140,10 +140,11 @@ export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {})
         const e = slotOf(req, reply);
         return isEntry(e) ? json(reply, 200, e.repo ?? {}) : e;
       });
-      api.delete('/executors/:id/build/cancel', async (req, reply) => {
+      // Answers once the cancel is recorded; the build stops in the background (daemon.cancel).
+      api.delete('/executors/:id/build/cancel', (req, reply) => {
         const e = slotOf(req, reply);
         if (!isEntry(e)) return e;
-        const res = await daemon.cancel(e.slot);
+        const res = daemon.cancel(e.slot);
         // 200 with the build either way: the server parses the body as a Build whatever the status.
         return res ? json(reply, 200, res.build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
       });

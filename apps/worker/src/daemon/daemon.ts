@@ -4,7 +4,7 @@
  * (what a crashed run left, failing builds), the slot runner (pop, claim, run) and the drain.
  */
 import { type CancelFunc, type Context, background, isContextError, sleep, withCancel, withTimeout } from '@berth/context';
-import { type BuildResult, isFinal, RuntimeEventRouter } from '@berth/executor';
+import { isFinal, RuntimeEventRouter } from '@berth/executor';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
@@ -353,14 +353,18 @@ export class Daemon implements WorkerApiHost {
   }
 
   /**
-   * Cancels the build in `slot` (the API's cancel route) and waits, up to `waitMs`, for it to be
-   * reported and cleaned. A cancel that arrives before the slot's executor exists is recorded and
-   * honoured when it appears. Returns the build as the server last stored it, with status
-   * `canceled` only when the cancel took effect: a build that had already ended (or had begun
-   * destroying) is returned with the status it ended with, and `canceled` is false.
-   * Undefined when the slot runs nothing.
+   * Cancels the build in `slot` (the API's cancel route) and answers as soon as the cancel is
+   * recorded: the executor stops the build in the background (SIGTERM, the stop grace, SIGKILL)
+   * and the slot runner reports the final statuses as usual. go-vela/worker api/build.go
+   * CancelBuild answers once executor/linux/api.go CancelBuild has marked the steps and removed
+   * the containers (no stop grace there); go-vela/server api/build/cancel.go cancelBuildForExecutor
+   * waits for that answer (30 s client timeout) before the user's cancel returns.
+   * A cancel that arrives before the slot's executor exists is recorded and honoured when it
+   * appears. Returns the build as the server last stored it, with status `canceled`; a build
+   * that had already ended (or had begun destroying) is returned with the status it ended with,
+   * and `canceled` is false. Undefined when the slot runs nothing.
    */
-  async cancel(slot: number, waitMs = 25_000): Promise<{ build: VelaBuild; canceled: boolean } | undefined> {
+  cancel(slot: number): { build: VelaBuild; canceled: boolean } | undefined {
     const entry = this.slots.get(slot);
     if (!entry) return undefined;
     const where = { slot, build: entry.build().id };
@@ -376,18 +380,10 @@ export class Daemon implements WorkerApiHost {
     else entry.pendingCancel ??= cause;
     this.log.warn(
       { ...where, executor: executor ? 'running' : 'starting' },
-      executor ? 'build canceled through the API' : 'build canceled through the API while its slot starts: recorded, applied when the build starts',
+      executor
+        ? 'build canceled through the API: stopping it in the background'
+        : 'build canceled through the API while its slot starts: recorded, applied when the build starts',
     );
-    const [ctx, cancel] = withTimeout(this.#root, waitMs);
-    let result: BuildResult | undefined;
-    let settled = false;
-    try {
-      result = await Promise.race([entry.done.then((r) => ((settled = true), r)), ctx.done().then(() => undefined)]);
-    } finally {
-      cancel();
-    }
-    if (settled && result?.status !== 'canceled')
-      return { build: { ...entry.build(), status: result?.status ?? entry.build().status ?? 'error' }, canceled: false };
     return { build: { ...entry.build(), status: 'canceled' }, canceled: true };
   }
 

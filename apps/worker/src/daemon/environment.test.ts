@@ -43,4 +43,14 @@ describe('runEnvironment (Vela step.Environment)', () => {
     );
     expect(env['VELA_BUILD_WORKSPACE']).toBe('/vela/src/github.com/octo/app');
   });
+
+  // W executor/linux/build.go CreateBuild: c.build is the server's answer to the running PUT.
+  it('reads the build for each container: the enqueued time the server stored after the push', () => {
+    let current: typeof build & { enqueued?: number } = build;
+    const env = runEnvironment(() => current, { host: 'w', runtime: 'docker', started: 1 });
+    expect(env(emptyContainer({ name: 's', image: 'i' }))['VELA_BUILD_ENQUEUED']).toBe('0');
+    current = { ...build, enqueued: 1_700_000_100 };
+    const after = env(emptyContainer({ name: 's', image: 'i' }));
+    expect([after['VELA_BUILD_ENQUEUED'], after['BUILD_ENQUEUED']]).toEqual(['1700000100', '1700000100']);
+  });
 });

@@ -18,17 +18,24 @@ export interface RunFacts {
 }
 
 /**
- * The environment {@link RunFacts} and the queue item's build give each container: `VELA_BUILD_*`
- * and `BUILD_*` (with the container's own `VELA_WORKSPACE`), then `VELA_REPO_*` and `REPOSITORY_*`.
+ * The environment {@link RunFacts} and the build give each container: `VELA_BUILD_*` and
+ * `BUILD_*` (with the container's own `VELA_WORKSPACE`), then `VELA_REPO_*` and `REPOSITORY_*`.
+ * `build` is read for each container: the build as the server last stored it (the answer to the
+ * running PUT), as go-vela/worker executor/linux/build.go CreateBuild keeps `c.build` from the
+ * server's answer to Build.Update, so `enqueued` (set by the server after the push, S
+ * api/build/enqueue.go) and what else the queue item lacks are there.
  */
-export function runEnvironment(build: VelaBuild, facts: RunFacts): (container: Container) => Record<string, string> {
-  const { repo: velaRepo = {}, ...fields } = build;
-  const running = { ...fields, status: 'running', host: facts.host, runtime: facts.runtime, distribution: 'linux', started: facts.started };
-  const allowEvents = velaRepo['allow_events'];
-  const repo = repoEnvironment({
-    ...velaRepo,
-    owner: velaRepo.owner?.name,
-    allow_events: allowEvents !== null && typeof allowEvents === 'object' && !Array.isArray(allowEvents) ? eventNames(allowEvents as VelaEvents) : [],
-  });
-  return (container) => ({ ...buildEnvironment(running, container.environment['VELA_WORKSPACE'] ?? WORKSPACE_DEFAULT), ...repo });
+export function runEnvironment(build: VelaBuild | (() => VelaBuild), facts: RunFacts): (container: Container) => Record<string, string> {
+  const current = typeof build === 'function' ? build : () => build;
+  return (container) => {
+    const { repo: velaRepo = {}, ...fields } = current();
+    const running = { ...fields, status: 'running', host: facts.host, runtime: facts.runtime, distribution: 'linux', started: facts.started };
+    const allowEvents = velaRepo['allow_events'];
+    const repo = repoEnvironment({
+      ...velaRepo,
+      owner: velaRepo.owner?.name,
+      allow_events: allowEvents !== null && typeof allowEvents === 'object' && !Array.isArray(allowEvents) ? eventNames(allowEvents as VelaEvents) : [],
+    });
+    return { ...buildEnvironment(running, container.environment['VELA_WORKSPACE'] ?? WORKSPACE_DEFAULT), ...repo };
+  };
 }

@@ -20,14 +20,20 @@ export interface SecretAddress {
 
 /**
  * Reads where a pipeline secret lives from its `key` and `type`, as Vela's `Secret.ParseOrg`,
- * `ParseRepo` and `ParseShared` do: `org/name`, `org/repo/name`, `org/team/name`. A repo secret
- * must belong to the build's repo and an org secret to its org; throws an Error saying why not.
+ * `ParseRepo` and `ParseShared` do (S `compiler/types/pipeline/secret.go`, which go-vela/worker
+ * `executor/linux/secret.go` pull calls before asking the server): `org/name`, `org/repo/name`,
+ * `org/team/name`. The engine must be native or vault (any case), as there (ErrInvalidEngine):
+ * another engine is never sent to the server. A repo secret must belong to the build's repo and
+ * an org secret to its org; throws an Error saying why not.
  */
 export function secretAddress(secret: Secret, repo: { org: string; name: string }): SecretAddress {
   const engine = secret.engine || 'native';
   const type = (secret.type || 'repo') as SecretAddress['type'];
   const parts = secret.key.split('/');
   const bad = (what: string): Error => new Error(`secret <${secret.name}>: ${what}`);
+  if (!['native', 'vault'].includes(engine.toLowerCase())) {
+    throw bad(`invalid secret engine ${JSON.stringify(engine)}: Vela's secret engines are native and vault; fix the secret's engine in the pipeline`);
+  }
   switch (type) {
     case 'org': {
       if (parts.length < 2 || !parts[0] || !parts.slice(1).join('/')) throw bad(`org secret key ${JSON.stringify(secret.key)} is not org/name`);

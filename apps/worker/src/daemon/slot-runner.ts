@@ -281,7 +281,11 @@ export class SlotRunner {
         );
       }
     };
-    const environment = runEnvironment(vb, { host: this.#core.workerId, runtime: this.#core.runtime!.name, started: Math.floor(started / 1000) });
+    const environment = runEnvironment(() => reporter.build, {
+      host: this.#core.workerId,
+      runtime: this.#core.runtime!.name,
+      started: Math.floor(started / 1000),
+    });
     const timeoutMs = typeof vb.repo.timeout === 'number' && vb.repo.timeout > 0 ? vb.repo.timeout * 60_000 : this.#core.config.build.timeoutMs;
     let result: BuildResult | undefined;
     try {

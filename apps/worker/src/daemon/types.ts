@@ -50,7 +50,7 @@ export interface WorkerApiHost {
   readonly config: { readonly runtime: { readonly driver: string }; readonly build: { readonly limit: number } };
   readiness(probeRuntime: (ctx: Context, runtime: Runtime) => Promise<string | undefined>): Promise<Readiness>;
   validateServerToken(token: string): Promise<boolean>;
-  cancel(slot: number, waitMs?: number): Promise<{ build: VelaBuild; canceled: boolean } | undefined>;
+  cancel(slot: number): { build: VelaBuild; canceled: boolean } | undefined;
 }
 
 /**

@@ -124,6 +124,10 @@ function crossCheck(v: SettingValues, problem: Check): void {
   if (worker?.protocol === 'https:' && (!v.serverCert || !v.serverCertKey)) {
     problem('serverCert', 'a certificate and its key (server.cert, server.cert-key) are required when worker.addr is https');
   }
+  // S queue/redis/opts.go WithPrivateKey: an empty key is allowed (the queue cannot sign); else it
+  // must be standard base64 of something. go-vela/worker sets its queue up with it (and fails when
+  // it is bad) though a worker never signs.
+  if (v.queuePrivateKey && !isStdBase64(v.queuePrivateKey)) problem('queuePrivateKey', 'must be a base64 (standard, padded) queue signing private key');
   if (v.queuePublicKey && Buffer.from(v.queuePublicKey, 'base64').length !== 32)
     problem('queuePublicKey', 'must be the base64 of a 32-byte Ed25519 public key');
   if (v.runtimePodsTemplateName && v.runtimePodsTemplateFile)
@@ -225,4 +229,10 @@ export function readStartConfig(sources: StartSources = { env: process.env }): S
 /** Reads and validates `berth start`'s Vela configuration; see {@link readStartConfig}. */
 export function loadStartConfig(sources: StartSources = { env: process.env }): StartConfig {
   return readStartConfig(sources).config;
+}
+
+/** Whether `text` is non-empty standard padded base64, as Go's base64.StdEncoding decodes it (line breaks ignored). */
+function isStdBase64(text: string): boolean {
+  const compact = text.replace(/[\r\n]/g, '');
+  return compact.length > 0 && compact.length % 4 === 0 && /^[A-Za-z0-9+/]+={0,2}$/.test(compact) && Buffer.from(compact, 'base64').length > 0;
 }

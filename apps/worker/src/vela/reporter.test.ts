@@ -101,6 +101,22 @@ describe('VelaReporter', () => {
     expect(sim.builds.get(id)).toMatchObject({ status: 'failure', finished: 1_700_000_010 });
   });
 
+  // Issue #26 item 2: W internal/step/upload.go Upload reports a step it never ran `killed`, 137,
+  // started = finished; go-vela/ui src/elm/Vela.elm toStatus reads `skipped` as Error.
+  it('sends a ruleset-skipped step as go-vela/worker does: killed, exit code 137, started = finished', async () => {
+    const { reporterFor, id } = await claimed();
+    const r = reporterFor();
+    const ctx = background();
+    await r.stepStatus(ctx, { ...step2, status: 'skipped', exitCode: 0, finished: 1_700_000_020_400, detached: false, continueOnFailure: false });
+    expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'killed', exit_code: 137, started: 1_700_000_020, finished: 1_700_000_020 });
+    const before = Date.now();
+    await r.stepStatus(ctx, { ...step2, status: 'skipped', exitCode: 0, detached: false, continueOnFailure: false });
+    const step = sim.stepsOf(id).find((s) => s.number === 2)!;
+    expect(step).toMatchObject({ status: 'killed', exit_code: 137 });
+    expect(step.started).toBe(step.finished);
+    expect(step.started).toBeGreaterThanOrEqual(Math.floor(before / 1000));
+  });
+
   /** Numbered lines, so a reordering or a duplicate would show. */
   function tenMiB(): Buffer {
     const lines: string[] = [];

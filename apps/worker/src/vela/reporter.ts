@@ -26,6 +26,19 @@ export interface VelaReporterOptions {
 
 const seconds = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : Math.floor(ms / 1000));
 
+/**
+ * A step report as go-vela/worker would send it. A step the executor reports `skipped` (its
+ * ruleset did not match the build) goes as W `internal/step/upload.go` Upload reports a step it
+ * never ran: `killed`, exit code 137, started = finished. go-vela/ui renders `killed` as "step
+ * was skipped" (`src/elm/Pages/Org_/Repo_/Build_.elm` viewLogs) and decodes a status it does not
+ * know, such as `skipped`, as Error (`src/elm/Vela.elm` toStatus), showing "error: null".
+ */
+function velaStepReport(report: StepReport): StepReport {
+  if (report.status !== 'skipped') return report;
+  const finished = report.finished ?? Date.now();
+  return { ...report, status: 'killed', exitCode: 137, started: report.started ?? finished, finished };
+}
+
 function targetKey(t: Target): string {
   return `${t.kind === 'service' ? 'service' : 'step'}:${t.number}`;
 }
@@ -75,15 +88,16 @@ export class VelaReporter implements Reporter {
 
   async stepStatus(ctx: Context, report: StepReport): Promise<void> {
     if (report.number <= 0) return;
+    const wire = velaStepReport(report);
     const common = {
-      number: report.number,
-      name: report.name,
-      image: report.image,
-      status: report.status,
-      exit_code: report.exitCode,
-      ...(report.started === undefined ? {} : { started: seconds(report.started) }),
-      ...(report.finished === undefined ? {} : { finished: seconds(report.finished) }),
-      ...(report.error === undefined ? {} : { error: report.error }),
+      number: wire.number,
+      name: wire.name,
+      image: wire.image,
+      status: wire.status,
+      exit_code: wire.exitCode,
+      ...(wire.started === undefined ? {} : { started: seconds(wire.started) }),
+      ...(wire.finished === undefined ? {} : { finished: seconds(wire.finished) }),
+      ...(wire.error === undefined ? {} : { error: wire.error }),
       host: this.#build.host,
       runtime: this.#build.runtime,
       distribution: this.#build.distribution,

@@ -19,8 +19,21 @@ describe('prepareEnvironment', () => {
     expect(step.environment).toMatchObject({
       VELA_HOST: 'h',
       VELA_RUNTIME: 'dummy',
-      VELA_VERSION: '1.0.0',
+      // W internal/step/environment.go Environment: the version as version.New's Semantic (v…)
+      // and the four outputs files; PlanStep's running step (S api/types/step.go Environment).
+      VELA_VERSION: 'v1.0.0',
       VELA_DISTRIBUTION: 'linux',
+      VELA_OUTPUTS: '/vela/outputs/.env',
+      VELA_MASKED_OUTPUTS: '/vela/outputs/masked.env',
+      VELA_BASE64_OUTPUTS: '/vela/outputs/base64.env',
+      VELA_MASKED_BASE64_OUTPUTS: '/vela/outputs/masked.base64.env',
+      VELA_STEP_NAME: 's',
+      VELA_STEP_IMAGE: 'busybox',
+      VELA_STEP_STATUS: 'running',
+      VELA_STEP_HOST: 'h',
+      VELA_STEP_RUNTIME: 'dummy',
+      VELA_STEP_DISTRIBUTION: 'linux',
+      VELA_STEP_EXIT_CODE: '0',
       OPEN: 'open-1',
       OPEN_REF: 'open-1',
       CLOSED: 'closed-2',
@@ -31,6 +44,10 @@ describe('prepareEnvironment', () => {
     const service = emptyContainer({ name: 'svc', image: 'busybox', commands: ['serve'] });
     prepareEnvironment(service, 'service', vars, new Map());
     expect(service.commands).toEqual(['serve']);
+    // A service gets the worker's variables (W internal/service/environment.go), not a step's.
+    expect(service.environment['VELA_VERSION']).toBe('v1.0.0');
+    expect(service.environment['VELA_OUTPUTS']).toBeUndefined();
+    expect(service.environment['VELA_STEP_STATUS']).toBeUndefined();
   });
 
   it('notes a withheld secret without its value', () => {

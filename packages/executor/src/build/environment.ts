@@ -5,7 +5,7 @@
  */
 import { applyScript, type Container } from '@berth/pipeline';
 import { maskText } from '../log/masker.ts';
-import { applyOutputs, type Outputs } from '../outputs/outputs.ts';
+import { applyOutputs, type Outputs, OUTPUTS_DIR } from '../outputs/outputs.ts';
 import { injectSecrets, type LoadedSecret, substituteContainer } from '../secrets.ts';
 
 /** Environment variables whose values are credentials, masked in logs and in every error string. */
@@ -38,6 +38,54 @@ export interface WorkerVariables {
 }
 
 /**
+ * The worker's own variables in every container, as go-vela/worker internal/step/environment.go
+ * Environment sets them: distribution, host, runtime, the version in Vela's form (`v0.28.1`: W
+ * version.New's Semantic is the canonical tag), and for steps the four outputs files (set
+ * whether or not outputs are on).
+ */
+function workerEnvironment(vars: WorkerVariables, kind: 'step' | 'service' | 'init'): Record<string, string> {
+  const env: Record<string, string> = {
+    VELA_DISTRIBUTION: 'linux',
+    VELA_HOST: vars.host,
+    VELA_RUNTIME: vars.runtime,
+    VELA_VERSION: /^\d/.test(vars.version) ? `v${vars.version}` : vars.version,
+  };
+  // W internal/service/environment.go Environment sets no outputs files for a service.
+  if (kind === 'service') return env;
+  return {
+    ...env,
+    VELA_OUTPUTS: `${OUTPUTS_DIR}/.env`,
+    VELA_MASKED_OUTPUTS: `${OUTPUTS_DIR}/masked.env`,
+    VELA_BASE64_OUTPUTS: `${OUTPUTS_DIR}/base64.env`,
+    VELA_MASKED_BASE64_OUTPUTS: `${OUTPUTS_DIR}/masked.base64.env`,
+  };
+}
+
+/**
+ * A step's `VELA_STEP_*` variables as go-vela/worker gives them on Docker: executor/linux/step.go
+ * PlanStep marks the step running and lays S api/types/step.go `Step.Environment()` of it
+ * (host, runtime and distribution from the build: StepFromBuildContainer) over the container.
+ * Gotcha: Berth lays a container's environment when the build is assembled, before the step
+ * starts, so `VELA_STEP_STARTED` is 0 and `VELA_STEP_CREATED` is not set (daemon
+ * VELA-DIFFERENCES.md); the exit code is 0 while the step runs.
+ */
+function stepEnvironment(container: Container, vars: WorkerVariables): Record<string, string> {
+  return {
+    VELA_STEP_DISTRIBUTION: 'linux',
+    VELA_STEP_EXIT_CODE: '0',
+    VELA_STEP_HOST: vars.host,
+    VELA_STEP_IMAGE: container.image,
+    VELA_STEP_NAME: container.name,
+    VELA_STEP_NUMBER: String(container.number),
+    VELA_STEP_RUNTIME: vars.runtime,
+    VELA_STEP_STAGE: container.environment['VELA_STEP_STAGE'] ?? '',
+    VELA_STEP_STARTED: '0',
+    VELA_STEP_STATUS: 'running',
+    VELA_STEP_REPORT_AS: container.report_as,
+  };
+}
+
+/**
  * Makes the container's environment as Vela's worker does: the build's and the worker's
  * variables, the secrets that allow substitution, the commands as the build script (steps only;
  * a service keeps its commands), `${NAME}` substituted in every field, then the secrets that do
@@ -53,10 +101,8 @@ export function prepareEnvironment(
 ): string[] {
   const env = container.environment;
   if (vars.environment !== undefined) Object.assign(env, vars.environment(container));
-  env['VELA_DISTRIBUTION'] = 'linux';
-  env['VELA_HOST'] = vars.host;
-  env['VELA_RUNTIME'] = vars.runtime;
-  env['VELA_VERSION'] = vars.version;
+  Object.assign(env, workerEnvironment(vars, kind));
+  if (kind === 'step') Object.assign(env, stepEnvironment(container, vars));
   const notes = injectSecrets(container, secrets, 'substitutable');
   // Outputs after the worker's variables and the secrets, never over them, before the script and
   // substitution (go-vela/worker executor/linux/build.go ExecBuild: outputs.Process, Script, Substitute).

@@ -68,10 +68,12 @@ export function buildRoutes(router: Router, ctx: SimContext): void {
 
 /**
  * The server's cancel, api/build/cancel.go CancelBuild: a running build is cancelled on the
- * worker that runs it (CancelRunning: GET the worker's /api/v1/executors, then DELETE
- * /api/v1/executors/{id}/build/cancel with a server token) and the worker's answer is returned;
- * a running build no executor has is marked canceled as stale; a pending one is marked
- * canceled; any other status is a 400.
+ * worker that runs it (CancelRunning: getWorkerExecutors GETs the worker's /api/v1/executors,
+ * then cancelBuildForExecutor DELETEs /api/v1/executors/{id}/build/cancel with a server token,
+ * both through http.DefaultClient with `client.Timeout = 30 * time.Second`, and waits for the
+ * answer); the build the worker answers is stored with `running build was canceled by <user>`
+ * and status `canceled` (database UpdateBuild) and returned. A running build no executor has is
+ * marked canceled as stale; a pending one is marked canceled; any other status is a 400.
  */
 async function cancel(ctx: SimContext, build: VelaBuild, user: string): Promise<Reply> {
   const entry = `${build.repo?.full_name ?? '?'}#${build.number}`;
@@ -88,16 +90,21 @@ async function cancel(ctx: SimContext, build: VelaBuild, user: string): Promise<
     }
     const executor = Array.isArray(executors) ? executors.find((x) => x.build?.id === build.id) : undefined;
     if (executor) {
+      let answered: VelaBuild;
       try {
         const res = await fetch(`${worker.address}/api/v1/executors/${executor.id}/build/cancel`, {
           method: 'DELETE',
           headers: auth,
           signal: AbortSignal.timeout(30_000),
         });
-        return { status: 200, body: await res.json() };
+        answered = asObject(await res.json());
       } catch (e) {
         throw new HttpError(500, `unable to cancel running build ${entry}: ${e instanceof Error ? e.message : String(e)}`);
       }
+      // build.SetError(...); build.SetStatus(StatusCanceled); UpdateBuild(ctx, build): the row
+      // becomes the worker's answer with those two fields (the id is the stored build's).
+      Object.assign(build, answered, { id: build.id, error: `running build was canceled by ${user}`, status: 'canceled' });
+      return { status: 200, body: build };
     }
     build.error = `stale build was canceled by ${user}`;
     build.status = 'canceled';
