@@ -45,6 +45,7 @@ interface PodSpec {
   initContainers?: ContainerSpec[];
   restartPolicy?: string;
   nodeName?: string;
+  nodeSelector?: Record<string, string>;
   activeDeadlineSeconds?: number;
   terminationGracePeriodSeconds?: number;
   hostAliases?: { ip: string; hostnames?: string[] }[];

@@ -362,3 +362,32 @@ describe('rule 8: one sync at a time per pod (pkg/kubelet/pod_workers.go podWork
     });
   });
 });
+
+describe('rule 9: the terminal phase after the pod worker stopped the pod (pkg/kubelet/status/status_manager.go mergePodStatus); the scheduler`s node selector filter', () => {
+  it('shows every container terminated while the phase is still Running, then Succeeded', async () => {
+    const w = watchPod(t, 'phase-late');
+    await w.status;
+    await t.core.createNamespacedPod({ namespace: ns, body: velaPod('phase-late', [{ name: 'only', image: busybox, args: ['true'] }]) });
+    await waitFor('Succeeded', () => w.pods().some((p) => p.status?.phase === 'Succeeded'));
+    w.close();
+    const terminatedRunning = w.pods().filter((p) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.terminated);
+    expect(terminatedRunning.length).toBeGreaterThan(0);
+    await t.core.deleteNamespacedPod({ namespace: ns, name: 'phase-late', gracePeriodSeconds: 0 });
+  });
+
+  it('leaves a pod whose nodeSelector the node does not match Pending, Unschedulable, with a FailedScheduling event', async () => {
+    const body = velaPod('nowhere', [{ name: 'only', image: busybox, args: ['true'] }]);
+    await t.core.createNamespacedPod({ namespace: ns, body: { ...body, spec: { ...body.spec!, nodeSelector: { 'berth.dev/pool': 'nowhere' } } } });
+    const message =
+      "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+    const pod = await waitFor('unschedulable', async () => {
+      const p = await t.core.readNamespacedPod({ namespace: ns, name: 'nowhere' });
+      return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') ? p : undefined;
+    });
+    expect(pod.spec?.nodeName).toBeUndefined();
+    expect(pod.status?.phase).toBe('Pending');
+    expect(pod.status?.conditions?.[0]).toMatchObject({ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message });
+    expect(await eventsOf(t, 'nowhere')).toContain(`FailedScheduling -: ${message}`);
+    await t.core.deleteNamespacedPod({ namespace: ns, name: 'nowhere', gracePeriodSeconds: 0 });
+  });
+});

@@ -73,6 +73,7 @@ describe('pods/log', () => {
     const before = t.sim.counters.snapshot().logs.bytes;
     const got: string[] = [];
     let last: string | undefined;
+    const seen = new Set<string>();
     let cuts = 0;
     for (let attempt = 0; attempt < 200; attempt++) {
       const q = `follow=true&timestamps=true${last ? `&sinceTime=${encodeURIComponent(last)}` : ''}`;
@@ -85,9 +86,12 @@ describe('pods/log', () => {
       for (const line of complete.split('\n').filter(Boolean)) {
         const m = stamped.exec(line);
         if (!m?.[1]) continue;
-        if (last && m[1] <= last) continue;
+        // The engine stamps stdout and stderr in two copiers, so a line can carry an earlier
+        // timestamp than the one before it: drop what was seen, not what is older.
+        if (seen.has(line)) continue;
+        seen.add(line);
         got.push(m[2] ?? '');
-        last = m[1];
+        if (!last || m[1] > last) last = m[1];
       }
       if (clean) break;
       cuts++;

@@ -83,8 +83,41 @@ export class NodeAgent {
     worker.update(pod);
   }
 
+  /**
+   * The scheduler's filter for the one node: a pod whose nodeSelector the node's labels do not
+   * satisfy stays Pending with PodScheduled False / Unschedulable and a FailedScheduling event, as
+   * kube-scheduler reports it (pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go
+   * ErrReasonPod "node(s) didn't match Pod's node affinity/selector"; the "0/N nodes are
+   * available" summary and the preemption note from schedule_one.go FitError.Error and
+   * pkg/scheduler/framework/preemption). Node affinity terms are not evaluated.
+   */
+  #unschedulable(pod: Pod): boolean {
+    const labels: Record<string, string> = {
+      'kubernetes.io/hostname': this.#options.nodeName,
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': process.arch === 'arm64' ? 'arm64' : 'amd64',
+    };
+    const selector = pod.spec.nodeSelector ?? {};
+    if (Object.entries(selector).every(([key, value]) => labels[key] === value)) return false;
+    const message =
+      "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+    const marked = this.#options.store.modify('pods', pod.metadata.namespace, pod.metadata.name ?? '', (obj) => {
+      const p = obj as Pod;
+      if (p.metadata.uid !== pod.metadata.uid || p.spec.nodeName) return;
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      p.status = {
+        ...(p.status ?? { phase: 'Pending' }),
+        phase: 'Pending',
+        conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: now }],
+      };
+    });
+    if (marked) this.#recorder.record(marked as Pod, { type: 'Warning', reason: 'FailedScheduling', message, component: 'default-scheduler' });
+    return true;
+  }
+
   #schedule(pod: Pod): void {
     const { store, nodeName } = this.#options;
+    if (this.#unschedulable(pod)) return;
     const bound = store.modify('pods', pod.metadata.namespace, pod.metadata.name ?? '', (obj) => {
       const p = obj as Pod;
       if (p.metadata.uid !== pod.metadata.uid || p.spec.nodeName) return;

@@ -9,6 +9,16 @@ const terminalReason = 'The container could not be located when the pod was term
 /** The pod phase from the published container states (`views`) or the real ones. */
 export function podPhase(podState: PodState, views: boolean): PodStatus['phase'] {
   if (podState.terminal) return podState.terminal.phase;
+  const phase = containersPhase(podState, views);
+  // Delay transitioning a pod to a terminal phase until the pod worker has stopped it: the status
+  // manager keeps the old phase while the pod "could have running containers"
+  // (pkg/kubelet/status/status_manager.go mergePodStatus, couldHaveRunningContainers). On a real
+  // kubelet every container shows terminated about a second before the phase turns final.
+  return phase === 'Succeeded' || phase === 'Failed' ? 'Running' : phase;
+}
+
+/** The phase the containers' states give (pkg/kubelet/kubelet_pods.go getPhase), before the status manager's delay. */
+export function containersPhase(podState: PodState, views: boolean): PodStatus['phase'] {
   if (!podState.sandbox) return 'Pending';
   let waiting = 0;
   let running = 0;

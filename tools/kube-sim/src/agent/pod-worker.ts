@@ -16,7 +16,7 @@ import { ContainerRunner } from './container-runner.ts';
 import { SerialQueue } from './image-puller.ts';
 import { createSandbox, errorText, removeDockerObjects, stopDocker, stopSandbox } from './pod-docker.ts';
 import { type ContainerRun, PodState, type WorkerDeps } from './pod-state.ts';
-import { StatusPublisher, podPhase } from './pod-status.ts';
+import { StatusPublisher, containersPhase } from './pod-status.ts';
 
 /** Runs one pod. Created by the NodeAgent when the pod is bound to the node. */
 export class PodWorker {
@@ -137,8 +137,14 @@ export class PodWorker {
     for (const run of state.runs.values()) run.task = this.#runner.run(run);
     await Promise.all([...state.runs.values()].map((r) => r.task ?? Promise.resolve()));
     if (state.stopping || state.destroyed) return;
-    const phase = podPhase(state, false);
+    const phase = containersPhase(state, false);
     if (phase === 'Succeeded' || phase === 'Failed') {
+      // PLEG reports the last exit at its next relist (the terminated statuses go out then); the pod
+      // worker then stops the pod, and only after that may the status manager publish the terminal
+      // phase (see podPhase). On the real kubelet here: exit 52.7 s, terminated published 53.7 s,
+      // Succeeded 54.8 s: about two relists after the exit.
+      await delay(2 * state.deps.behaviour.statusRelistMs);
+      if (state.stopping || state.destroyed) return;
       state.terminal = { phase };
       clearTimeout(this.#deadline);
       await stopSandbox(state, 2);
