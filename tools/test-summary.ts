@@ -12,7 +12,7 @@ interface VitestJsonReport {
   numPendingTests: number;
   numTodoTests: number;
   numFailedTestSuites: number;
-  testResults?: { assertionResults?: { fullName?: string; status?: string }[] }[];
+  testResults?: { name?: string; startTime?: number; endTime?: number; assertionResults?: { fullName?: string; status?: string }[] }[];
 }
 
 /** Tests of the real-cluster lane are named so (tools/kube-cluster; "on real cluster", "(real cluster)"). */
@@ -30,6 +30,7 @@ let skipped = 0;
 let brokenSuites = 0;
 const rows: string[] = [];
 const lane = { passed: 0, failed: 0, skipped: 0 };
+const files: { name: string; ms: number }[] = [];
 for (const file of reports) {
   const report = JSON.parse(readFileSync(path.join(reportDir, file), 'utf8')) as VitestJsonReport;
   passed += report.numPassedTests;
@@ -37,7 +38,14 @@ for (const file of reports) {
   skipped += report.numPendingTests + report.numTodoTests;
   // A test file that failed to load counts no test but fails its suite.
   if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) brokenSuites += report.numFailedTestSuites;
+  let first = Number.POSITIVE_INFINITY;
+  let last = 0;
   for (const result of report.testResults ?? []) {
+    if (result.startTime !== undefined && result.endTime !== undefined) {
+      first = Math.min(first, result.startTime);
+      last = Math.max(last, result.endTime);
+      files.push({ name: path.relative(process.cwd(), result.name ?? '?'), ms: result.endTime - result.startTime });
+    }
     for (const test of result.assertionResults ?? []) {
       if (!REAL_CLUSTER.test(test.fullName ?? '')) continue;
       if (test.status === 'passed') lane.passed += 1;
@@ -46,13 +54,16 @@ for (const file of reports) {
     }
   }
   const name = file.replace(/\.json$/, '').replace('__', '/');
+  const seconds = last > first ? `${Math.round((last - first) / 1000)} s`.padStart(7) : '';
   rows.push(
-    `  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped`,
+    `  ${`@${name}`.padEnd(34)} ${String(report.numPassedTests).padStart(5)} passed ${String(report.numFailedTests).padStart(4)} failed ${String(report.numPendingTests + report.numTodoTests).padStart(4)} skipped${seconds}`,
   );
 }
 
 console.log(`\n==> summary (${seconds} s)`);
 if (rows.length > 0) console.log(rows.join('\n'));
+const slowest = files.toSorted((a, b) => b.ms - a.ms).slice(0, 5);
+if (slowest.length > 0) console.log(`  slowest files: ${slowest.map((f) => `${f.name} ${Math.round(f.ms / 1000)} s`).join(', ')}`);
 console.log(`  of which on the real Kubernetes cluster: ${lane.passed} passed, ${lane.failed} failed, ${lane.skipped} skipped`);
 const problems = [...failedSteps];
 if (Number(turboStatus) !== 0) problems.push(`a package's test task failed (turbo exit ${turboStatus})`);
