@@ -19,8 +19,7 @@ import {
 import type Docker from 'dockerode';
 import { engineCall } from './call.ts';
 import type { EngineConnection } from './connection.ts';
-import { compareTimestamps, DockerLogDemuxer } from './demux.ts';
-import { getEngineStream } from './engine-stream.ts';
+import { DEFAULT_LOG_STALL_MS, openAttach, PendingAttach, tailLogs } from './logs.ts';
 import {
   contextError,
   type EngineDescription,
@@ -29,12 +28,11 @@ import {
   RUNTIME_NAME,
   runtimeError,
   statusOf,
-  toRuntimeError,
   type Where,
 } from './errors.ts';
 import { readArchivedFile } from './archive.ts';
 import { type ContainerLimits, containerCreateBody, engineName, outputsVolumeName } from './container-spec.ts';
-import { lastFrameTimestamp, readExit } from './engine-answers.ts';
+import { readExit } from './engine-answers.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import { pullImage } from './pull.ts';
 import type { AllowedVolume } from './volumes.ts';
@@ -63,6 +61,8 @@ interface ContainerRecord {
   exited: boolean;
   /** Aborts the exit subscription (on remove, on close). */
   waitController: AbortController | undefined;
+  /** The attach opened before the start, until tailContainer claims it. */
+  attach?: PendingAttach | undefined;
 }
 
 export { type ContainerLimits, engineName } from './container-spec.ts';
@@ -86,6 +86,7 @@ export class DockerRuntime implements Runtime {
   readonly #limits: ContainerLimits;
   readonly #allowlist: readonly AllowedVolume[];
   readonly #stopGraceMs: number;
+  readonly #logStallMs: number;
   readonly #workspacePath: string;
   readonly #containers = new Map<string, ContainerRecord>();
   /** Builds whose network / volume this runtime created: containers join or mount only those. */
@@ -106,7 +107,9 @@ export class DockerRuntime implements Runtime {
     allowlist: readonly AllowedVolume[],
     limits: ContainerLimits,
     stopGraceMs: number | undefined,
+    logStallMs: number = DEFAULT_LOG_STALL_MS,
   ) {
+    this.#logStallMs = logStallMs;
     this.#connection = connection;
     this.#docker = connection.docker;
     this.#engine = connection.engine;
@@ -233,6 +236,19 @@ export class DockerRuntime implements Runtime {
         if (record.exit === exit) record.exit = undefined;
       },
     );
+    // Attach before the start, so the live stream has every byte (see logs.ts).
+    record.attach?.close();
+    record.attach = undefined;
+    try {
+      const socket = await this.#call(ctx, where, (signal) => openAttach(this.#connection, record.name, signal));
+      if (socket) record.attach = new PendingAttach(socket, this.#logStallMs);
+    } catch (error) {
+      if (ctx.signal.aborted) {
+        controller.abort();
+        throw error;
+      }
+      // The log file alone will do; the start tells whether the engine is there.
+    }
     try {
       await this.#call(
         ctx,
@@ -250,6 +266,8 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       controller.abort();
       record.waitController = undefined;
+      record.attach?.close();
+      record.attach = undefined;
       throw error;
     }
     if (!lost) record.exit = exit;
@@ -324,52 +342,19 @@ export class DockerRuntime implements Runtime {
 
   async tailContainer(ctx: Context, container: Container): Promise<Readable> {
     const where = { operation: 'tailContainer', subject: container.id };
-    const handle = this.#docker.getContainer(this.#nameOf(container));
-    const follow = (since: string | undefined): Promise<Readable> =>
-      this.#call(ctx, where, async (signal) => {
-        const query = { follow: true as const, stdout: true, stderr: true, timestamps: true, ...(since ? { since } : {}) };
-        const path = `/containers/${encodeURIComponent(handle.id)}/logs?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
-        const { dial, host } = this.#connection;
-        return (await getEngineStream(dial, host, path, signal)) ?? ((await handle.logs({ ...query, abortSignal: signal })) as unknown as Readable);
-      });
-    const source = await follow(undefined);
-    let continuations = 0;
-    const logs = new DockerLogDemuxer(source, {
-      timestamps: true,
-      mapError: (error) =>
-        isUnavailable(error) && !ctx.signal.aborted
-          ? runtimeError(
-              'Unavailable',
-              `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${this.#engine.source}.`,
-              where,
-              error,
-            )
-          : toRuntimeError(error, ctx, where, this.#engine),
-      // dockerd 20.10 can end a follow early when the container exits just as the stream opens
-      // (the last lines, or all of them, are missing). Ask for the last line's timestamp, and read
-      // on from the last delivered one when the follow stopped short.
-      continueWith: async (lastTimestamp) => {
-        if (continuations++ >= 5) return undefined;
-        try {
-          const tail = await this.#call(
-            ctx,
-            where,
-            async (signal) => (await handle.logs({ follow: false, stdout: true, stderr: true, timestamps: true, tail: 1, abortSignal: signal })) as unknown,
-          );
-          const last = lastFrameTimestamp(Buffer.isBuffer(tail) ? tail : Buffer.from(typeof tail === 'string' ? tail : ''));
-          if (last === undefined || (lastTimestamp !== undefined && compareTimestamps(last, lastTimestamp) <= 0)) return undefined;
-          const seconds = lastTimestamp === undefined ? Number.NaN : Math.floor(Date.parse(lastTimestamp) / 1000);
-          return await follow(Number.isFinite(seconds) ? String(seconds) : undefined);
-        } catch (error) {
-          // Removed meanwhile (404), or being removed (409 "dead or marked for removal"): its log is gone with it.
-          if (isRuntimeError(error, 'NotFound', 'AlreadyExists')) return undefined;
-          throw error;
-        }
-      },
+    const record = this.#containers.get(container.id);
+    const attach = record?.attach?.claim();
+    if (record) record.attach = undefined;
+    return tailLogs({
+      ctx,
+      where,
+      connection: this.#connection,
+      engine: this.#engine,
+      handle: this.#docker.getContainer(this.#nameOf(container)),
+      call: (c, w, fn) => this.#call(c, w, fn),
+      attach,
+      stallMs: this.#logStallMs,
     });
-    const stop = afterFunc(ctx, () => logs.destroy(contextError(ctx, where)));
-    logs.once('close', () => stop());
-    return logs;
   }
 
   async removeContainer(ctx: Context, container: Container): Promise<void> {
@@ -700,6 +685,7 @@ export class DockerRuntime implements Runtime {
   #forget(id: string): void {
     const record = this.#containers.get(id);
     record?.waitController?.abort();
+    record?.attach?.close();
     this.#containers.delete(id);
   }
 
