@@ -20,16 +20,7 @@ import type Docker from 'dockerode';
 import { engineCall } from './call.ts';
 import type { EngineConnection } from './connection.ts';
 import { DEFAULT_LOG_STALL_MS, openAttach, PendingAttach, tailLogs } from './logs.ts';
-import {
-  contextError,
-  type EngineDescription,
-  engineMessage,
-  isUnavailable,
-  RUNTIME_NAME,
-  runtimeError,
-  statusOf,
-  type Where,
-} from './errors.ts';
+import { contextError, type EngineDescription, engineMessage, isUnavailable, RUNTIME_NAME, runtimeError, statusOf, type Where } from './errors.ts';
 import { readArchivedFile } from './archive.ts';
 import { type ContainerLimits, containerCreateBody, engineName, outputsVolumeName } from './container-spec.ts';
 import { readExit } from './engine-answers.ts';
@@ -530,6 +521,27 @@ export class DockerRuntime implements Runtime {
   }
 
   // ---- worker ------------------------------------------------------------------------------
+
+  /**
+   * The worker ids (`berth.dev/worker` label values) on the engine's containers, networks and
+   * volumes that start with `prefix`, each once: the owners a caller may {@link reap}, e.g.
+   * `berth exec` runs that died (`berth-exec-`).
+   */
+  async owners(ctx: Context, prefix: string): Promise<string[]> {
+    const where = { operation: 'owners', subject: prefix };
+    const filters = { label: [LABELS.worker] };
+    const [containers, networks, volumes] = await Promise.all([
+      this.#call(ctx, where, (signal) => this.#docker.listContainers({ all: true, filters, abortSignal: signal })),
+      this.#call(ctx, where, (signal) => this.#docker.listNetworks({ filters, abortSignal: signal })),
+      this.#call(ctx, where, (signal) => this.#docker.listVolumes({ filters, abortSignal: signal })),
+    ]);
+    const found = new Set<string>();
+    for (const labels of [...containers.map((c) => c.Labels), ...networks.map((n) => n.Labels), ...(volumes.Volumes ?? []).map((v) => v.Labels)]) {
+      const owner = labels?.[LABELS.worker];
+      if (owner !== undefined && owner.startsWith(prefix)) found.add(owner);
+    }
+    return [...found].sort();
+  }
 
   async reap(ctx: Context, owner: string, keep: ReadonlySet<string> = new Set()): Promise<ReapReport> {
     const where = { operation: 'reap', subject: owner };
