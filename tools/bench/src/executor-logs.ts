@@ -110,12 +110,21 @@ async function measure(read: () => Promise<void>, child = false): Promise<Readin
   return { ms, cpuMs, engineCpuMs: engineBefore === undefined || engineAfter === undefined ? undefined : engineAfter - engineBefore };
 }
 
+/** `docker run` in the foreground (the CLI reads the container's attach) of the same writer, output to /dev/null. */
+function viaCliRun(): Promise<void> {
+  return cli(['run', '--rm', BUSYBOX, '/bin/sh', '-c', `yes '${line}' | head -c ${BYTES}`]);
+}
+
 function viaCli(name: string): Promise<void> {
+  return cli(['logs', name]);
+}
+
+function cli(args: string[]): Promise<void> {
   const devNull = openSync('/dev/null', 'w');
   return new Promise<void>((resolve, reject) => {
-    const child = spawn('docker', ['logs', name], { stdio: ['ignore', devNull, devNull] });
+    const child = spawn('docker', args, { stdio: ['ignore', devNull, devNull] });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docker logs exited ${code}`))));
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docker ${args[0]} exited ${code}`))));
   }).finally(() => closeSync(devNull));
 }
 
@@ -140,6 +149,8 @@ const gc = exposedGc;
 interface Round {
   executor: Reading;
   cli: Reading;
+  /** `docker run` in the foreground: the CLI's own live path, for reference. */
+  cliRun: Reading;
   tailOnly: Reading;
   ratio: number;
   appends: number;
@@ -183,6 +194,7 @@ async function round(ctx: Context, runtime: Runtime, index: number): Promise<Rou
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
     }
     const cli = await measure(() => viaCli(step.id), true);
+    const cliRun = await measure(() => viaCliRun(), true);
     // The log also holds the script's trace line (`$ yes …`), so at least BYTES arrive.
     if (!reporter.closed || reporter.bytes < BYTES) throw new Error(`the reporter received ${reporter.bytes} bytes, not ${BYTES}`);
     // The runtime's tail alone (no masking, no reporter), for reference: the attach was read by
@@ -195,6 +207,7 @@ async function round(ctx: Context, runtime: Runtime, index: number): Promise<Rou
     return {
       executor: executorReading,
       cli,
+      cliRun,
       tailOnly,
       ratio: Math.round((cli.ms / executorReading.ms) * 1000) / 1000,
       appends: reporter.appends,
@@ -234,6 +247,7 @@ console.log(
   [
     `executor log path, ${BYTES} bytes, ${ROUNDS} rounds, packages ${packages}, load ${load()}:`,
     `  executor ${mibps(med((r) => r.executor.ms) ?? 0)} MiB/s vs docker logs ${mibps(med((r) => r.cli.ms) ?? 0)} MiB/s: ratio ${median(rounds.map((r) => r.ratio))} (rounds ${rounds.map((r) => r.ratio).join(', ')}; target >= 1.5)`,
+    `  for reference, docker run in the foreground (the CLI on the attach, writer included): ${mibps(med((r) => r.cliRun.ms) ?? 0)} MiB/s, executor / docker run ${median(rounds.map((r) => Math.round((r.cliRun.ms / r.executor.ms) * 1000) / 1000))}`,
     `  reader CPU: executor ${med((r) => r.executor.cpuMs)} ms vs docker CLI ${med((r) => r.cli.cpuMs)} ms; the json-file tail alone ${mibps(med((r) => r.tailOnly.ms) ?? 0)} MiB/s, ${med((r) => r.tailOnly.cpuMs)} ms CPU`,
     `  dockerd CPU serving them: ${engine(med((r) => r.executor.engineCpuMs))} vs ${engine(med((r) => r.cli.engineCpuMs))}`,
     `  peak RSS ${Math.max(...rounds.map((r) => r.peakRssMb))} MB (before streaming ${Math.max(...rounds.map((r) => r.rssBeforeMb))} MB; target <= 100)`,
