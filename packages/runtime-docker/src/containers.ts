@@ -209,6 +209,7 @@ export async function tailContainer(s: RuntimeState, ctx: Context, container: Co
     call: (c, w, fn) => s.call(c, w, fn),
     attach,
     stallMs: s.logStallMs,
+    running: () => record?.exited !== true,
   });
 }
 

@@ -29,6 +29,11 @@ export interface DockerLogDemuxerOptions {
   live?: boolean;
   /** How long a live source may stay paused by a slow reader before it is given up (`lost`); 5 000 ms by default. */
   stallMs?: number;
+  /**
+   * Whether a paused live source still holds its writer (the container runs); when it says no, a
+   * slow reader is no reason to give the source up. Always yes by default.
+   */
+  holds?: () => boolean;
 }
 
 /** What was delivered so far, for {@link DockerLogDemuxerOptions.continueWith}. */
@@ -83,6 +88,7 @@ export class DockerLogDemuxer extends Readable {
   /** The source is live (see the option): its loss hands over to continueWith. */
   #live: boolean;
   readonly #stallMs: number;
+  readonly #holds: () => boolean;
   #pausedAt = 0;
   #stallTimer: NodeJS.Timeout | undefined;
   /** Payload bytes delivered per stream type, and bytes still to drop per stream type (a continuation from the start). */
@@ -122,6 +128,7 @@ export class DockerLogDemuxer extends Readable {
     this.#continueWith = options.continueWith;
     this.#live = options.live ?? false;
     this.#stallMs = options.stallMs ?? 5_000;
+    this.#holds = options.holds ?? (() => true);
     if (this.#live) this.#timestamps = false;
     this.#attach();
   }
@@ -176,7 +183,7 @@ export class DockerLogDemuxer extends Readable {
       // past stallMs it is given up and the rest is read from the log file.
       this.#stallTimer = setInterval(
         () => {
-          if (this.#pausedByUs && Date.now() - this.#pausedAt >= this.#stallMs) this.#lose();
+          if (this.#pausedByUs && Date.now() - this.#pausedAt >= this.#stallMs && this.#holds()) this.#lose();
         },
         Math.max(10, Math.floor(this.#stallMs / 4)),
       );

@@ -101,6 +101,8 @@ export interface TailDependencies {
   /** The attach runContainer opened, claimed by this tail (undefined: the log file alone). */
   readonly attach: Readable | undefined;
   readonly stallMs: number;
+  /** Whether the container may still be running (its exit not seen): only then does a slow reader hold it. */
+  readonly running: () => boolean;
 }
 
 /**
@@ -136,6 +138,7 @@ export async function tailLogs(deps: TailDependencies): Promise<Readable> {
     timestamps: true,
     live: deps.attach !== undefined,
     stallMs: deps.stallMs,
+    holds: deps.running,
     mapError: (error) =>
       isUnavailable(error) && !ctx.signal.aborted
         ? runtimeError('Unavailable', `the log stream broke: ${engineMessage(error)}. Was dockerd stopped or restarted? Check ${engine.source}.`, where, error)

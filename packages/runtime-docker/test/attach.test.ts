@@ -47,7 +47,7 @@ async function newBuild(runtime: Runtime): Promise<Build> {
 }
 
 /** A step whose first instruction writes `o1`…`oN` on stdout while `e1`…`eM` go to stderr. */
-function sequenceStep(build: Build): Container {
+function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES): Container {
   return emptyContainer({
     id: `step_${build.id}_seq`,
     name: 'seq',
@@ -55,12 +55,12 @@ function sequenceStep(build: Build): Container {
     pull: 'never',
     number: 1,
     entrypoint: ['/bin/sh', '-c'],
-    commands: [`seq 1 ${ERR_LINES} | sed 's/^/e/' >&2 & seq 1 ${OUT_LINES} | sed 's/^/o/'; wait`],
+    commands: [`seq 1 ${err} | sed 's/^/e/' >&2 & seq 1 ${out} | sed 's/^/o/'; wait`],
   });
 }
 
 /** Checks that the log holds each stream's sequence whole: every line once, in order, nothing else. */
-function expectWhole(log: string): void {
+function expectWhole(log: string, outLines = OUT_LINES, errLines = ERR_LINES): void {
   expect(log.endsWith('\n')).toBe(true);
   const lines = log.slice(0, -1).split('\n');
   const out = lines.filter((l) => l.startsWith('o'));
@@ -71,9 +71,9 @@ function expectWhole(log: string): void {
     return got.findIndex((line, i) => line !== `${prefix}${i + 1}`);
   };
   // Compared by the first difference, not as arrays: a diff of 400 000 lines says nothing.
-  expect({ stdout: out.length, stderr: err.length }).toEqual({ stdout: OUT_LINES, stderr: ERR_LINES });
-  expect(firstMismatch(out, 'o', OUT_LINES)).toBe(-1);
-  expect(firstMismatch(err, 'e', ERR_LINES)).toBe(-1);
+  expect({ stdout: out.length, stderr: err.length }).toEqual({ stdout: outLines, stderr: errLines });
+  expect(firstMismatch(out, 'o', outLines)).toBe(-1);
+  expect(firstMismatch(err, 'e', errLines)).toBe(-1);
 }
 
 /** Reads the stream; after its first chunk, `between` runs (a pause, a cut) before reading on. */
@@ -120,6 +120,26 @@ describe('the live log through the attach (src/logs.ts)', () => {
     expectWhole(await log);
     expect(endpoints(before)).toMatchObject({ attach: 1 });
     expect(endpoints(before).logs).toBeGreaterThan(0);
+    await runtime.removeBuild(ctx, build);
+  });
+
+  it('keeps the attach for a slow reader once the container ended (it holds nothing any more)', async () => {
+    const runtime = await newRuntime(200);
+    const build = await newBuild(runtime);
+    // ~150 KB: more than the reader's buffer, less than the engine's and the socket's.
+    const container = sequenceStep(build, 20_000, 5_000);
+    await runtime.setupContainer(ctx, container, build);
+    const before = proxy.requests.length;
+    await runtime.runContainer(ctx, container, build);
+    const stream = await runtime.tailContainer(ctx, container);
+    const exited = runtime.waitContainer(ctx, container);
+    const log = read(stream, async () => {
+      await exited;
+      await sleep(1_000);
+    });
+    expect(await exited).toMatchObject({ exitCode: 0 });
+    expectWhole(await log, 20_000, 5_000);
+    expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
     await runtime.removeBuild(ctx, build);
   });
 
