@@ -41,7 +41,7 @@ export function parseExecWorkerId(id: string): { host: string | undefined; pid: 
 }
 
 /** Whether a process with this PID exists (on this host): signal 0 probes without signalling. */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -61,7 +61,7 @@ function listsOwners(runtime: Runtime): runtime is Runtime & OwnerListing {
 }
 
 /** What one dead run left and was removed. */
-export interface RemovedLeftovers {
+interface RemovedLeftovers {
   readonly owner: string;
   readonly pid: number;
   readonly report: ReapReport;
@@ -72,7 +72,7 @@ export interface RemovedLeftovers {
  * an earlier version, `berth-exec-<pid>`) whose process is gone and is not this one. Runtimes that
  * cannot list owners (only Docker can) are left alone. Rejects with the runtime's error.
  */
-export async function removeExecLeftovers(
+async function removeExecLeftovers(
   ctx: Context,
   runtime: Runtime,
   options: { host?: string; alive?: (pid: number) => boolean; self?: number } = {},
@@ -94,7 +94,7 @@ export async function removeExecLeftovers(
 }
 
 /** One line per dead run: what was removed, for the user. */
-export function describeLeftovers(removed: readonly RemovedLeftovers[]): string {
+function describeLeftovers(removed: readonly RemovedLeftovers[]): string {
   return removed
     .map(({ pid, report }) => {
       const parts = [

@@ -14,7 +14,7 @@ import { RUNTIME_NAME, runtimeError } from './errors.ts';
 import { type ContainerLimits, DockerRuntime } from './runtime.ts';
 import { parseVolumeAllowlist } from './volumes.ts';
 
-export { DockerLogDemuxer, type DockerLogDemuxerOptions } from './demux.ts';
+export { DockerLogDemuxer, type DockerLogDemuxerOptions, type LogContinuation, type LogProgress } from './demux.ts';
 export { type ContainerLimits, DEFAULT_STOP_GRACE_MS, DEFAULT_WORKSPACE_PATH, DockerRuntime, engineName } from './runtime.ts';
 export type { DockerConnectionOptions } from './connection.ts';
 
