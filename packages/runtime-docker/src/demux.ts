@@ -63,7 +63,7 @@ const STDOUT = 1;
 const SYSTEMERR = 3;
 /** Longest timestamp prefix accepted (`2006-01-02T15:04:05.000000000+07:00 `). */
 const MAX_TIMESTAMP_BYTES = 48;
-/** The most bytes of a line held back from a live source before they are delivered anyway (the engine's log copier splits lines at 16 KiB). */
+/** The most bytes of a line held back from a live source before they are delivered anyway (the engine's log copier, moby daemon/logger/copier.go `Copier.copySrc`, splits lines at its 16 KiB buffer). */
 const MAX_PARTIAL_BYTES = 16 * 1024;
 
 /**

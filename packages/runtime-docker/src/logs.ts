@@ -80,10 +80,10 @@ export class PendingAttach {
  * when the engine (or a proxy in front of it) answers in a form read only through dockerode: the
  * log then comes from the log file alone.
  *
- * Gotcha: the engine sends the head before it adds the attach to the container's streams (moby
- * daemon/attach.go `ContainerAttach`: `GetStreams` writes it, then `AttachStreams`), both in one
- * goroutine without I/O in between, while the start that follows is a request of its own and a
- * runc start; `docker run` relies on the same order.
+ * The engine adds the attach to the container's streams before it answers with the head (moby
+ * daemon/attach.go `ContainerAttach`: `StreamConfig.AttachStreams`, then `GetStreams`, which
+ * writes the head), so once the head arrived every byte the container writes after its start
+ * reaches the attach: started afterwards, nothing is missed. `docker run` relies on the same order.
  */
 export async function openAttach(connection: EngineConnection, name: string, signal: AbortSignal): Promise<Readable | undefined> {
   const path = `/containers/${encodeURIComponent(name)}/attach?stream=1&stdout=1&stderr=1`;

@@ -14,6 +14,11 @@ import { EngineProxy } from './proxy.ts';
  * sequence from its first instruction, on stdout and stderr at once, and the log is checked whole:
  * every line of each stream once, in order, nothing else. A proxy in front of the engine records
  * which endpoints were read and cuts the attach on demand.
+ *
+ * What the engine does that these rely on (moby): the attach is registered before its head is
+ * sent (daemon/attach.go `ContainerAttach`); its streams are closed while the container's exit is
+ * handled under the container's lock, before the container is marked stopped
+ * (daemon/monitor.go `handleContainerExit`), and an inspect takes that lock (daemon/inspect.go).
  */
 const ctx = background();
 const run = suffix();
