@@ -32,6 +32,8 @@ beforeAll(async () => {
   await proxy.open();
 });
 afterAll(async () => {
+  // A failed case leaves its build: remove everything of this run's worker id.
+  await runtimes[0]?.reap(ctx, `rd-attach-${run}`);
   for (const runtime of runtimes) await runtime.close();
   await proxy.dispose();
 });
