@@ -147,10 +147,15 @@ export async function tailLogs(deps: TailDependencies): Promise<Readable> {
       // The attach ended cleanly. The engine ends it when the container's streams close, as the
       // container ends; a connection cut on the way (a proxy, a dying dockerd) ends it alike. So
       // the container must have ended too: else read on from the file.
-      if (deps.attach !== undefined && continuations === 0 && !progress.lost && (await ended(deps))) return undefined;
+      let lost = progress.lost;
+      if (deps.attach !== undefined && continuations === 0 && !lost) {
+        if (await ended(deps)) return undefined;
+        lost = true;
+      }
       if (continuations++ >= 5) return undefined;
       try {
-        if (progress.lost) return await fromStart();
+        // The attach lost: the whole log file, skipping what the attach delivered (it has no timestamps).
+        if (lost) return await fromStart();
         const tail = await call(
           ctx,
           where,

@@ -54,7 +54,7 @@ async function newBuild(runtime: Runtime): Promise<Build> {
 }
 
 /** A step whose first instruction writes `o1`…`oN` on stdout while `e1`…`eM` go to stderr. */
-function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES): Container {
+function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES, first = ''): Container {
   return emptyContainer({
     id: `step_${build.id}_seq`,
     name: 'seq',
@@ -62,7 +62,7 @@ function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES): Container
     pull: 'never',
     number: 1,
     entrypoint: ['/bin/sh', '-c'],
-    commands: [`seq 1 ${err} | sed 's/^/e/' >&2 & seq 1 ${out} | sed 's/^/o/'; wait`],
+    commands: [`${first}seq 1 ${err} | sed 's/^/e/' >&2 & seq 1 ${out} | sed 's/^/o/'; wait`],
   });
 }
 
@@ -165,6 +165,21 @@ describe('the live log through the attach (src/logs.ts)', () => {
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
     expectWhole(await log);
     expect(cut).toBe(1);
+    expect(endpoints(before).logs).toBeGreaterThan(0);
+    await runtime.removeBuild(ctx, build);
+  });
+
+  it('reads the whole log from the file when the attach is cut before the container wrote anything', async () => {
+    const runtime = await newRuntime();
+    const build = await newBuild(runtime);
+    const container = sequenceStep(build, OUT_LINES, ERR_LINES, 'sleep 1; ');
+    await runtime.setupContainer(ctx, container, build);
+    const before = proxy.requests.length;
+    await runtime.runContainer(ctx, container, build);
+    expect(proxy.cutWhere(/\/attach\?/)).toBe(1);
+    const log = read(await runtime.tailContainer(ctx, container));
+    expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
+    expectWhole(await log);
     expect(endpoints(before).logs).toBeGreaterThan(0);
     await runtime.removeBuild(ctx, build);
   });
