@@ -13,11 +13,48 @@ export interface DockerLogDemuxerOptions {
   timestamps?: boolean;
   /**
    * Called when a source ends cleanly, with the timestamp of the last frame delivered (when
-   * `timestamps` is on). May return another multiplexed source to read on from: its frames up to
-   * and including that timestamp are dropped, so it may overlap what was delivered. Resolve
-   * `undefined` to end the stream.
+   * `timestamps` is on; the latest of the streams', each stream's in `progress`). May return
+   * another multiplexed source to read on from: its frames of each stream up to and including that
+   * stream's last delivered timestamp are dropped, so it may overlap what was delivered. Or a
+   * {@link LogContinuation} that reads from the start, skipping by bytes. Resolve `undefined` to
+   * end the stream.
    */
-  continueWith?: (lastTimestamp: string | undefined) => Promise<Readable | undefined>;
+  continueWith?: (lastTimestamp: string | undefined, progress: LogProgress) => Promise<Readable | LogContinuation | undefined>;
+  /**
+   * The first source is a live one (the container's attach): it carries no timestamps, and its
+   * loss — an error, a close before its end, an end in the middle of a frame, or a reader that
+   * left it paused for `stallMs` — is not an error but a call of `continueWith` with `lost` set,
+   * to read on from the engine's log file.
+   */
+  live?: boolean;
+  /** How long a live source may stay paused by a slow reader before it is given up (`lost`); 5 000 ms by default. */
+  stallMs?: number;
+  /**
+   * Whether a paused live source still holds its writer (the container runs); when it says no, a
+   * slow reader is no reason to give the source up. Always yes by default.
+   */
+  holds?: () => boolean;
+}
+
+/** What was delivered so far, for {@link DockerLogDemuxerOptions.continueWith}. */
+export interface LogProgress {
+  /** Payload bytes delivered per stream type (1 stdout, 2 stderr), over every source so far. */
+  readonly delivered: readonly number[];
+  /** The timestamp of the last frame delivered per stream type (see {@link DockerLogDemuxer.lastTimestamps}). */
+  readonly lastTimestamps: readonly (string | undefined)[];
+  /** The source was a live one and was lost (or given up) before its end: the rest must come from elsewhere. */
+  readonly lost: boolean;
+}
+
+/**
+ * A source to read on from, with how to read it: `timestamps` as the option of that name, and
+ * `fromStart` when it holds the whole log again: then the first `delivered` bytes of each stream
+ * are dropped, so what follows the seam is neither lost nor repeated.
+ */
+export interface LogContinuation {
+  readonly source: Readable;
+  readonly timestamps: boolean;
+  readonly fromStart: boolean;
 }
 
 const HEADER_BYTES = 8;
@@ -26,6 +63,8 @@ const STDOUT = 1;
 const SYSTEMERR = 3;
 /** Longest timestamp prefix accepted (`2006-01-02T15:04:05.000000000+07:00 `). */
 const MAX_TIMESTAMP_BYTES = 48;
+/** The most bytes of a line held back from a live source before they are delivered anyway (the engine's log copier, moby daemon/logger/copier.go `Copier.copySrc`, splits lines at its 16 KiB buffer). */
+const MAX_PARTIAL_BYTES = 16 * 1024;
 
 /**
  * Turns the Docker engine's multiplexed log stream (8-byte frame headers: stream type, three zero
@@ -44,8 +83,19 @@ const MAX_TIMESTAMP_BYTES = 48;
 export class DockerLogDemuxer extends Readable {
   #source: Readable;
   readonly #mapError: (error: unknown) => Error;
-  readonly #timestamps: boolean;
+  #timestamps: boolean;
   readonly #continueWith: DockerLogDemuxerOptions['continueWith'];
+  /** The source is live (see the option): its loss hands over to continueWith. */
+  #live: boolean;
+  readonly #stallMs: number;
+  readonly #holds: () => boolean;
+  #pausedAt = 0;
+  #stallTimer: NodeJS.Timeout | undefined;
+  /** Payload bytes delivered per stream type, and bytes still to drop per stream type (a continuation from the start). */
+  readonly #delivered = [0, 0, 0, 0];
+  readonly #skip = [0, 0, 0, 0];
+  /** Per stream type, the end of a live payload after its last line end, held until the line ends. */
+  readonly #partial: (Buffer | undefined)[] = [undefined, undefined, undefined, undefined];
   readonly #header = Buffer.alloc(HEADER_BYTES);
   #headerFilled = 0;
   #remaining = 0;
@@ -65,9 +115,10 @@ export class DockerLogDemuxer extends Readable {
   #prefix: Buffer[] | undefined;
   #prefixBytes = 0;
   #dropFrame = false;
-  #skipThrough: string | undefined;
+  /** Per stream type: frames of that stream up to this timestamp are dropped (a continuation from `since`). */
+  #skipThrough: (string | undefined)[] = [];
   /** The last delivered frame's timestamp, kept as bytes and decoded only when asked for. */
-  #lastTimestamp: Buffer | undefined;
+  #lastTimestamps: (Buffer | undefined)[] = [undefined, undefined, undefined, undefined];
 
   constructor(source: Readable, options: DockerLogDemuxerOptions = {}) {
     super({ highWaterMark: options.highWaterMark ?? 64 * 1024 });
@@ -75,12 +126,34 @@ export class DockerLogDemuxer extends Readable {
     this.#mapError = options.mapError ?? ((error) => (error instanceof Error ? error : new Error(String(error))));
     this.#timestamps = options.timestamps ?? false;
     this.#continueWith = options.continueWith;
+    this.#live = options.live ?? false;
+    this.#stallMs = options.stallMs ?? 5_000;
+    this.#holds = options.holds ?? (() => true);
+    if (this.#live) this.#timestamps = false;
     this.#attach();
+  }
+
+  /** Payload bytes delivered so far per stream type (index 1 stdout, 2 stderr). */
+  get delivered(): readonly number[] {
+    return [...this.#delivered];
   }
 
   /** The engine's timestamp of the last frame delivered (with `timestamps`). */
   get lastTimestamp(): string | undefined {
-    return this.#lastTimestamp?.toString('latin1');
+    let latest: string | undefined;
+    for (const timestamp of this.lastTimestamps) {
+      if (timestamp !== undefined && (latest === undefined || compareTimestamps(timestamp, latest) > 0)) latest = timestamp;
+    }
+    return latest;
+  }
+
+  /**
+   * The engine's timestamp of the last frame delivered of each stream type (index 1 stdout, 2
+   * stderr). Within one stream the engine's log file is in timestamp order; between the two it is
+   * not quite (each pipe has its own copier), so a continuation drops frames per stream.
+   */
+  get lastTimestamps(): readonly (string | undefined)[] {
+    return this.#lastTimestamps.map((timestamp) => timestamp?.toString('latin1'));
   }
 
   override _read(): void {
@@ -91,6 +164,7 @@ export class DockerLogDemuxer extends Readable {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#stopStallTimer();
     this.#detach();
     if (!this.#source.destroyed) this.#source.destroy();
     callback(error);
@@ -104,6 +178,91 @@ export class DockerLogDemuxer extends Readable {
     this.#source.once('close', this.#onClose);
     // A source handed over paused (getEngineStream's socket) does not flow on a 'data' listener alone.
     this.#source.resume();
+    if (this.#live && this.#stallTimer === undefined) {
+      // A live source paused by a slow reader holds the container (its output waits in the engine):
+      // past stallMs it is given up and the rest is read from the log file.
+      this.#stallTimer = setInterval(
+        () => {
+          if (this.#pausedByUs && Date.now() - this.#pausedAt >= this.#stallMs && this.#holds()) this.#lose();
+        },
+        Math.max(10, Math.floor(this.#stallMs / 4)),
+      );
+      this.#stallTimer.unref();
+    }
+  }
+
+  #stopStallTimer(): void {
+    if (this.#stallTimer !== undefined) clearInterval(this.#stallTimer);
+    this.#stallTimer = undefined;
+  }
+
+  /** The live source is lost or given up: drop it and whatever part of a frame it was in, and read on. */
+  #lose(): void {
+    this.#stopStallTimer();
+    this.#detach();
+    if (!this.#source.destroyed) this.#source.destroy();
+    this.#headerFilled = 0;
+    this.#remaining = 0;
+    this.#prefix = undefined;
+    this.#systemError = [];
+    this.#partial.fill(undefined);
+    this.#continue(true);
+  }
+
+  /**
+   * Delivers a live payload up to its last line end and holds the rest until the stream's next line
+   * end (at most {@link MAX_PARTIAL_BYTES}), as the engine's log copier does for its file: the
+   * attach passes the container's pipes on in reads that end anywhere, and stderr bytes must not
+   * land in the middle of a stdout line. Held bytes are not delivered: a continuation re-reads them.
+   */
+  #deliverLines(type: number, payload: Buffer): void {
+    const held = this.#partial[type];
+    const end = payload.lastIndexOf(0x0a);
+    if (end < 0) {
+      const joined = held === undefined ? Buffer.from(payload) : Buffer.concat([held, payload]);
+      if (joined.length >= MAX_PARTIAL_BYTES) {
+        this.#partial[type] = undefined;
+        this.#deliver(type, joined);
+      } else {
+        this.#partial[type] = joined;
+      }
+      return;
+    }
+    if (held !== undefined) {
+      // The held piece and this payload's first line as one small buffer; the rest as a view.
+      const first = payload.indexOf(0x0a) + 1;
+      this.#partial[type] = undefined;
+      this.#deliver(type, Buffer.concat([held, payload.subarray(0, first)]));
+      if (end + 1 > first) this.#deliver(type, payload.subarray(first, end + 1));
+    } else {
+      this.#deliver(type, payload.subarray(0, end + 1));
+    }
+    // A copy: the payload is a view of a socket chunk, kept no longer than needed.
+    if (end + 1 < payload.length) this.#partial[type] = Buffer.from(payload.subarray(end + 1));
+  }
+
+  /** Delivers what live payloads left held (the source ended: the container's streams closed). */
+  #flushPartials(): void {
+    for (let type = 0; type < this.#partial.length; type++) {
+      const held = this.#partial[type];
+      this.#partial[type] = undefined;
+      if (held !== undefined) this.#deliver(type, held);
+    }
+  }
+
+  /** Delivers a payload piece of stream `type`, after dropping what a continuation from the start must skip. */
+  #deliver(type: number, payload: Buffer): void {
+    let piece = payload;
+    const skip = this.#skip[type] ?? 0;
+    if (skip > 0) {
+      const dropped = Math.min(skip, piece.length);
+      this.#skip[type] = skip - dropped;
+      piece = piece.subarray(dropped);
+    }
+    if (piece.length === 0) return;
+    this.#out.push(piece);
+    this.#outBytes += piece.length;
+    this.#delivered[type] = (this.#delivered[type] ?? 0) + piece.length;
   }
 
   #detach(): void {
@@ -121,7 +280,7 @@ export class DockerLogDemuxer extends Readable {
     let offset = 0;
     while (offset < data.length) {
       if (this.#raw) {
-        wantMore = this.push(offset === 0 ? data : data.subarray(offset));
+        this.#deliver(STDOUT, offset === 0 ? data : data.subarray(offset));
         break;
       }
       if (this.#remaining === 0 && this.#headerFilled < HEADER_BYTES) {
@@ -133,7 +292,7 @@ export class DockerLogDemuxer extends Readable {
         if (!this.#startFrame()) {
           if (this.destroyed) return;
           // Not multiplexed: pass the header bytes and the rest through unchanged.
-          wantMore = this.push(Buffer.from(this.#header));
+          this.#deliver(STDOUT, Buffer.from(this.#header));
           continue;
         }
         if (this.#remaining === 0) {
@@ -176,8 +335,8 @@ export class DockerLogDemuxer extends Readable {
       if (this.#type === SYSTEMERR) {
         this.#systemError.push(payload);
       } else if (!this.#dropFrame) {
-        this.#out.push(payload);
-        this.#outBytes += take;
+        if (this.#live) this.#deliverLines(this.#type, payload);
+        else this.#deliver(this.#type, payload);
       }
       if (this.#remaining === 0) {
         if (this.#type === SYSTEMERR) wantMore = this.#flush() && wantMore;
@@ -188,6 +347,7 @@ export class DockerLogDemuxer extends Readable {
     wantMore = this.#flush() && wantMore;
     if (!wantMore && !this.#pausedByUs && !this.#ended) {
       this.#pausedByUs = true;
+      this.#pausedAt = Date.now();
       this.#source.pause();
     }
   };
@@ -230,11 +390,12 @@ export class DockerLogDemuxer extends Readable {
 
   #endPrefix(timestamp: Buffer): void {
     this.#prefix = undefined;
-    if (this.#skipThrough !== undefined && compareTimestamps(timestamp.toString('latin1'), this.#skipThrough) <= 0) {
+    const skipThrough = this.#skipThrough[this.#type];
+    if (skipThrough !== undefined && compareTimestamps(timestamp.toString('latin1'), skipThrough) <= 0) {
       this.#dropFrame = true;
       return;
     }
-    this.#lastTimestamp = timestamp;
+    this.#lastTimestamps[this.#type] = timestamp;
   }
 
   #endFrame(): void {
@@ -248,43 +409,82 @@ export class DockerLogDemuxer extends Readable {
   }
 
   readonly #onEnd = (): void => {
+    if (this.#live && (this.#remaining > 0 || this.#headerFilled > 0)) {
+      this.#lose();
+      return;
+    }
     this.#ended = true;
     if (!this.#raw && (this.#remaining > 0 || this.#headerFilled > 0)) {
       this.destroy(this.#mapError(Object.assign(new Error('the log stream ended in the middle of a frame'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })));
       return;
     }
+    this.#stopStallTimer();
     this.#detach();
+    this.#continue(false);
+  };
+
+  /** The source ended (or, `lost`, a live one was lost): read on from what continueWith gives, or end. */
+  #continue(lost: boolean): void {
     if (!this.#continueWith) {
+      if (lost) {
+        this.destroy(this.#mapError(Object.assign(new Error('the log stream closed before it ended'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })));
+        return;
+      }
+      this.#flushPartials();
+      this.#flush();
       this.push(null);
       return;
     }
-    const skipThrough = this.lastTimestamp;
-    this.#continueWith(skipThrough).then(
+    const skipThrough = this.lastTimestamps;
+    this.#continueWith(this.lastTimestamp, { delivered: [...this.#delivered], lastTimestamps: skipThrough, lost }).then(
       (next) => {
         if (this.destroyed) {
-          next?.destroy();
+          (next && 'fromStart' in next ? next.source : next)?.destroy();
           return;
         }
         if (!next) {
+          // The end: what the live source held of an unfinished line is the log's last bytes.
+          this.#flushPartials();
+          this.#flush();
           this.push(null);
           return;
         }
-        this.#source = next;
-        this.#skipThrough = skipThrough;
+        // Held bytes were not delivered: the next source has them.
+        this.#partial.fill(undefined);
+        const continuation: LogContinuation =
+          'fromStart' in next ? next : { source: next, timestamps: this.#live ? false : this.#timestamps, fromStart: false };
+        this.#source = continuation.source;
+        this.#live = false;
+        this.#timestamps = continuation.timestamps;
+        if (continuation.fromStart) {
+          for (let type = 0; type < this.#delivered.length; type++) this.#skip[type] = this.#delivered[type] ?? 0;
+          this.#skipThrough = [];
+        } else {
+          this.#skipThrough = [...skipThrough];
+        }
         this.#framesSeen = 0;
         this.#pausedByUs = false;
+        this.#ended = false;
         this.#attach();
       },
       (error: unknown) => this.destroy(this.#mapError(error)),
     );
-  };
+  }
 
   readonly #onError = (error: unknown): void => {
+    if (this.#live) {
+      this.#lose();
+      return;
+    }
     this.destroy(this.#mapError(error));
   };
 
   readonly #onClose = (): void => {
     if (this.#ended || this.destroyed) return;
+    if (this.#live) {
+      this.#lose();
+      return;
+    }
     // 'close' without 'end': the connection went away.
     this.destroy(this.#mapError(Object.assign(new Error('the log stream closed before it ended'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })));
   };

@@ -9,7 +9,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**
- * GETs `path` (with its query) from the Docker engine over a connection of its own and resolves
+ * GETs (or, with `method`, POSTs without a body) `path` (with its query) from the Docker engine over a connection of its own and resolves
  * the answer's body as the connection itself, or `undefined` when the answer is framed in a way
  * this reader does not take (chunked), or refuses HTTP/1.0 (505), so the caller asks again through
  * dockerode.
@@ -29,7 +29,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * Gotcha: the stream comes paused (bytes that came with the head wait in it): read it, pipe it or
  * `resume()` it; a 'data' listener alone does not start it.
  */
-export function getEngineStream(dial: Dial, host: string, path: string, signal: AbortSignal): Promise<Readable | undefined> {
+export function getEngineStream(dial: Dial, host: string, path: string, signal: AbortSignal, method: 'GET' | 'POST' = 'GET'): Promise<Readable | undefined> {
   return new Promise((resolve, reject) => {
     const socket = dial();
     let head: Buffer = Buffer.alloc(0);
@@ -79,12 +79,12 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
       const end = head.indexOf('\r\n\r\n');
       if (end < 0) {
         if (head.length > MAX_HEAD_BYTES)
-          fail(new Error(`the Docker engine's answer to GET ${path} has no end of headers in its first ${MAX_HEAD_BYTES} bytes`));
+          fail(new Error(`the Docker engine's answer to ${method} ${path} has no end of headers in its first ${MAX_HEAD_BYTES} bytes`));
         return;
       }
       const parsed = parseHead(head.subarray(0, end).toString('latin1'));
       if (parsed === undefined) {
-        fail(new Error(`the Docker engine's answer to GET ${path} is not HTTP: ${JSON.stringify(head.subarray(0, 80).toString('latin1'))}`));
+        fail(new Error(`the Docker engine's answer to ${method} ${path} is not HTTP: ${JSON.stringify(head.subarray(0, 80).toString('latin1'))}`));
         return;
       }
       const rest = head.subarray(end + 4);
@@ -112,7 +112,8 @@ export function getEngineStream(dial: Dial, host: string, path: string, signal: 
     socket.on('end', onEnd);
     socket.on('error', onError);
     socket.on('close', onEnd);
-    socket.write(`GET ${path} HTTP/1.0\r\nHost: ${host}\r\nUser-Agent: berth\r\nAccept: application/vnd.docker.multiplexed-stream\r\n\r\n`);
+    const length = method === 'POST' ? 'Content-Length: 0\r\n' : '';
+    socket.write(`${method} ${path} HTTP/1.0\r\nHost: ${host}\r\nUser-Agent: berth\r\nAccept: application/vnd.docker.multiplexed-stream\r\n${length}\r\n`);
   });
 }
 

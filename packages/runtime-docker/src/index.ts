@@ -14,7 +14,7 @@ import { RUNTIME_NAME, runtimeError } from './errors.ts';
 import { type ContainerLimits, DockerRuntime } from './runtime.ts';
 import { parseVolumeAllowlist } from './volumes.ts';
 
-export { DockerLogDemuxer, type DockerLogDemuxerOptions } from './demux.ts';
+export { DockerLogDemuxer, type DockerLogDemuxerOptions, type LogContinuation, type LogProgress } from './demux.ts';
 export { type ContainerLimits, DEFAULT_STOP_GRACE_MS, DEFAULT_WORKSPACE_PATH, DockerRuntime, engineName } from './runtime.ts';
 export type { DockerConnectionOptions } from './connection.ts';
 
@@ -25,6 +25,12 @@ export interface DockerRuntimeOptions extends DockerConnectionOptions, Container
    * The worker's `RuntimeConfig.stopGraceMs` wins when set. The engine counts whole seconds: rounded up.
    */
   stopGraceMs?: number;
+  /**
+   * How long, in ms, a container's live log (its attach) may hold the container because nobody
+   * reads it fast enough before it is given up and the rest read from the engine's log file
+   * (5 000 by default).
+   */
+  logStallMs?: number;
 }
 
 /** dockerode's `ping` accepts options, though its typings say otherwise. */
@@ -75,6 +81,7 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
     ['memoryBytes', options.memoryBytes],
     ['pidsLimit', options.pidsLimit],
     ['stopGraceMs', options.stopGraceMs ?? config.stopGraceMs],
+    ['logStallMs', options.logStallMs],
   ] as const) {
     if (value !== undefined && !(Number.isFinite(value) && value >= 0))
       throw runtimeError('InvalidConfig', `${key} must be a non-negative number; got ${String(value)}`, where);
@@ -91,5 +98,5 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
     connection.close();
     throw error;
   }
-  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs);
+  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs, options.logStallMs);
 }

@@ -29,23 +29,27 @@ export class EngineProxy {
     this.path = path.join(this.#dir, 'docker.sock');
   }
 
+  /** The request line of each connection's first request (the runtime opens one connection per request). */
+  readonly requests: string[] = [];
+  /** Client connections by their first request line, for {@link cutWhere}. */
+  readonly #lines = new Map<net.Socket, string>();
+
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
     const server = net.createServer((client) => {
-      if (this.#refuseHttp10) {
-        client.once('data', (first: Buffer) => {
-          const line = first.subarray(0, first.indexOf('\r\n')).toString('latin1');
-          if (line.endsWith('HTTP/1.0')) {
-            this.refused++;
-            client.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-            return;
-          }
-          this.#pipe(client, first);
-        });
-        client.on('error', () => client.destroy());
-        return;
-      }
-      this.#pipe(client);
+      client.once('data', (first: Buffer) => {
+        const line = first.subarray(0, first.indexOf('\r\n')).toString('latin1');
+        this.requests.push(line);
+        this.#lines.set(client, line);
+        client.once('close', () => this.#lines.delete(client));
+        if (this.#refuseHttp10 && line.endsWith('HTTP/1.0')) {
+          this.refused++;
+          client.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+          return;
+        }
+        this.#pipe(client, first);
+      });
+      client.on('error', () => client.destroy());
     });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
@@ -66,6 +70,17 @@ export class EngineProxy {
     client.pipe(upstream).pipe(client);
     client.once('close', () => upstream.destroy());
     upstream.once('close', () => client.destroy());
+  }
+
+  /** Resets the open connections whose first request line matches `pattern`; resolves how many. */
+  cutWhere(pattern: RegExp): number {
+    let cut = 0;
+    for (const [client, line] of this.#lines) {
+      if (!pattern.test(line)) continue;
+      client.destroy();
+      cut++;
+    }
+    return cut;
   }
 
   /** Resets every open connection and stops listening (the socket file goes away). */

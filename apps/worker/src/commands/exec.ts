@@ -10,6 +10,7 @@ import type { Io } from '../io.ts';
 import { formatResolvedConfig } from '../config/check-config.ts';
 import { addSettingOptions } from '../config/options.ts';
 import { parseExecConfig, type ExecFlags } from '../exec-config.ts';
+import { cleanUpLeftovers, cleanupOnly, execWorkerId } from '../exec-leftovers.ts';
 import { createLogger } from '../logger.ts';
 import { compileFile, DEFAULT_PIPELINE_FILE, pipelineFlagOptions, pipelineOptions, type PipelineFlags } from '../pipeline-file.ts';
 import { loadRuntime } from '../plugins/load.ts';
@@ -28,15 +29,16 @@ export function execCommand(program: Command, io: Io): void {
       .option('--secrets-file <file>', 'secrets as name=value lines')
       .option('--step <name>', 'run only this step (repeatable); services still run', collect, [])
       .option('--stage <name>', 'run only this stage (repeatable)', collect, [])
-      .option('--no-color', 'no colours, even on a terminal'),
+      .option('--no-color', 'no colours, even on a terminal')
+      .option('--cleanup', 'only remove what killed berth exec runs of this host left (containers, network, volume), then exit'),
   );
   addSettingOptions(cmd, 'exec');
-  cmd.action(async (file: string, flags: ExecFlags & PipelineFlags) => {
+  cmd.action(async (file: string, flags: ExecFlags & PipelineFlags & { cleanup?: boolean }) => {
     io.exitCode = await execPipeline(file, flags, io);
   });
 }
 
-async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: Io): Promise<number> {
+async function execPipeline(file: string, flags: ExecFlags & PipelineFlags & { cleanup?: boolean }, io: Io): Promise<number> {
   // Everything the user typed is checked before anything runs: one message lists every problem.
   const config = await parseExecConfig(flags, io.env, io.cwd);
   if (flags.checkConfig === true) {
@@ -52,6 +54,10 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
     options: config.runtimeOption,
     builtinSettings: { kubeconfig: config.kubeconfig, namespace: config.namespace, pauseImage: config.pauseImage, ...config.containerLimits },
   });
+  if (flags.cleanup === true) {
+    await cleanupOnly(descriptor, background(), io.stderr);
+    return EXIT.ok;
+  }
 
   const compiled = compileFile(
     file,
@@ -70,7 +76,7 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
   let runtime: Runtime;
   try {
     runtime = await descriptor.create(ctx, {
-      workerId: `berth-exec-${process.pid}`,
+      workerId: execWorkerId(),
       workspacePath,
       // Runtimes that can run on the current directory do; Kubernetes (and any other plugin) gets a workspace of its own.
       workspaceHostPath: descriptor.name === 'docker' || descriptor.name === 'host' ? path.resolve(io.cwd) : undefined,
@@ -82,6 +88,8 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags, io: 
     if (isRuntimeError(error)) throw new CommandError(`cannot start the ${descriptor.name} runtime: ${error.detail}`, EXIT.usage);
     throw error;
   }
+
+  await cleanUpLeftovers(ctx, runtime, io.stderr);
 
   // Ctrl-C once: cancel the build and clean up. Twice: leave at once.
   let executor: Executor | undefined;
