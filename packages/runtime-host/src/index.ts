@@ -29,7 +29,9 @@ export function hostRuntime(options: HostRuntimeOptions = {}): RuntimeDescriptor
   return defineRuntime({
     name: 'host',
     version: manifest.version,
-    contract: '1.0.0',
+    contract: '1.2.0',
+    // The build's workspace may be a host directory (`berth exec` runs on the current directory).
+    capabilities: ['hostWorkspace'],
     async create(ctx, config) {
       const fail = (code: 'InvalidConfig' | 'Canceled', detail: string): never => {
         throw new RuntimeError(code, detail, { runtime: 'host', operation: 'create' });
