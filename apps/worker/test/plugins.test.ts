@@ -1,6 +1,6 @@
 // Plugin loading (`--runtime <name|package|path>`, `--runtime-option`, `berth runtimes`), with
 // fixture plugins outside Berth's packages (test/fixtures/plugins), and `berth exec --runtime host` end to end.
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,27 @@ describe('loadRuntime', () => {
     expect(loaded.descriptor).toMatchObject({ name: 'fixture-shell', version: '0.3.1', contract: '1.0.0' });
   });
 
+  it('takes the one named export that is a descriptor when there is no default or runtime export', async () => {
+    const loaded = await loadRuntime('./named-export.mjs', { cwd: FIXTURES });
+    expect(loaded.descriptor).toMatchObject({ name: 'named-shell', version: '0.2.0' });
+  });
+
+  it('takes the one named export that is a function as the factory, handing it the options', async () => {
+    const loaded = await loadRuntime('./strict-options.mjs', { cwd: FIXTURES, options: { replicas: '3' } });
+    expect(loaded.descriptor.name).toBe('strict');
+  });
+
+  it('says where it looked for a package it cannot find', async () => {
+    const error = (await loadRuntime('berth-runtime-nowhere', { cwd: FIXTURES }).catch((e: unknown) => e)) as Error;
+    expect(error.message).toContain(`looked in ${path.resolve(FIXTURES, '../../../node_modules')}`);
+    expect(error.message).toMatch(/or beside Berth \(npm install -g <package>\)/);
+  });
+
+  it('declares the capabilities of the built-in Docker runtime, which binds a host folder', async () => {
+    const loaded = await loadRuntime('docker', { cwd: FIXTURES });
+    expect(loaded.descriptor.capabilities).toEqual(['outputs', 'hostWorkspace']);
+  });
+
   it('loads the built-ins by name, typing their options', async () => {
     const loaded = await loadRuntime('host', { cwd: FIXTURES, options: { inheritEnv: 'PATH,LANG' } });
     expect(loaded).toMatchObject({ source: 'builtin', location: 'host', descriptor: { name: 'host' } });
@@ -26,9 +47,18 @@ describe('loadRuntime', () => {
     [
       './wrong-contract.mjs',
       {},
-      /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/,
+      /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but this @berth\/runtime speaks contract 1\.x \(it defines 1\.\d+\.\d+\)\. Use a release of the plugin made for contract 1\.x.*This worker speaks Runtime contract 1\.x \(it implements 1\.\d+\.\d+\)\./,
     ],
-    ['./no-export.mjs', {}, /the module has no default export and no export named "runtime" \(it exports: helper\)\. A runtime plugin exports its descriptor/],
+    [
+      './no-export.mjs',
+      {},
+      /the module has no default export and no export named "runtime", and more than one named export that is a descriptor or a factory \(it exports: helper \(function\), format \(function\), VERSION \(string\)\)\. A runtime plugin exports its descriptor/,
+    ],
+    [
+      './strict-options.mjs',
+      { replicas: 'many' },
+      /^--runtime \.\/strict-options\.mjs: the plugin's configuration is invalid \(replicas=…\): option replicas must be a whole number; got "many"$/,
+    ],
     [
       './not-descriptor.mjs',
       {},
@@ -78,6 +108,14 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
     const fromEnv = await runCli([...command, '--check-config'], { cwd: FIXTURES, env: { ...env, BERTH_RUNTIME_OPTIONS: 'inheritEnv=PATH,HOME,root=/tmp/r' } });
     expect(fromEnv.stderr).toBe('');
     expect(fromEnv.stdout).toMatch(/runtime-option: \["inheritEnv=PATH,HOME","root=\/tmp\/r"\]/);
+  });
+
+  it('the README names the runtime flag as the help does', async () => {
+    const help = await runCli(['exec', '--help'], { cwd: FIXTURES });
+    expect(help.stdout).toContain('-r, --runtime-driver <value>');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('--runtime is the same flag');
+    const readme = readFileSync(path.join(import.meta.dirname, '../../../README.md'), 'utf8');
+    expect(readme).toContain('`berth exec -r, --runtime-driver` (`--runtime` is the same flag)');
   });
 
   it('berth runtimes lists the built-ins with their contract', async () => {

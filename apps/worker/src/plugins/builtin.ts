@@ -1,4 +1,4 @@
-import type { RuntimeDescriptor } from '@berth/runtime';
+import type { RuntimeCapability, RuntimeDescriptor } from '@berth/runtime';
 
 /** How one option of a built-in runtime is typed, for `--runtime-option key=value`. */
 type OptionKind = 'string' | 'number' | 'list';
@@ -22,7 +22,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     packageName: '@berth/runtime-docker',
     description: 'containers on a Docker engine (DOCKER_HOST or /var/run/docker.sock)',
     options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', pidsLimit: 'number', dropCapabilities: 'list' },
-    load: async (options) => (await import('@berth/runtime-docker')).dockerRuntime(options),
+    load: async (options) => declaring((await import('@berth/runtime-docker')).dockerRuntime(options), ['outputs', 'hostWorkspace']),
   },
   {
     name: 'kubernetes',
@@ -47,6 +47,15 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     load: async (options) => (await import('@berth/runtime-host')).hostRuntime(options),
   },
 ];
+
+/**
+ * The descriptor with the optional capabilities the runtime is known to offer, when it does not
+ * declare any itself (a plugin written before contract 1.2: the Docker runtime binds a host
+ * folder as the workspace and has outputs).
+ */
+function declaring(descriptor: RuntimeDescriptor, capabilities: readonly RuntimeCapability[]): RuntimeDescriptor {
+  return descriptor.capabilities === undefined ? Object.freeze({ ...descriptor, capabilities }) : descriptor;
+}
 
 /**
  * Types `--runtime-option` strings for a built-in runtime (lists are comma-separated); `typed`
