@@ -136,6 +136,33 @@ function berth(args: string[], cwd: string): Promise<ProcessRun> {
   return spawnBerth(args, cwd);
 }
 
+describe('berth runtimes verify', () => {
+  it('prints the table of a conforming plugin and exits 0', async () => {
+    const run = await berth(['runtimes', 'verify', './shell-plugin.mjs', '--filter', 'exit code'], FIXTURES);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toContain('Verifying fixture-shell 0.3.1 (./shell-plugin.mjs) against the Runtime conformance suite');
+    expect(run.stdout).toMatch(/^RESULT {3}REQUIREMENT +CASE$/m);
+    expect(run.stdout).toMatch(/^passed {3}required +container: reports exit code 1 and stops the script at its first failing command$/m);
+    expect(run.stdout).toMatch(/: \d+ passed, 0 failed, \d+ skipped\.\nIt conforms\.\n$/);
+  }, 120_000);
+
+  it('exits 1 on a required failure, with the reason under the case, and honours the plugin’s conformance export', async () => {
+    const run = await berth(['runtimes', 'verify', './lying-exit.mjs', '--filter', 'exit code', '--filter', 'images'], FIXTURES);
+    expect(run.code, run.stderr + run.stdout).toBe(1);
+    expect(run.stdout).toMatch(/^failed {3}required +container: reports another exit code \(3\) as is\n +└ AssertionError: exit code; the container's log:/m);
+    expect(run.stdout).toMatch(
+      /^skipped  required +images: a missing image with pull policy never is reported as ImageNotFound, promptly\n +└ lacks images: steps run on the host$/m,
+    );
+    expect(run.stdout).toMatch(/It does not conform: \d+ required cases failed\.\n$/);
+  }, 120_000);
+
+  it('refuses an unknown capability in --skip as usage', async () => {
+    const run = await runCli(['runtimes', 'verify', './shell-plugin.mjs', '--skip', 'teleport=no'], { cwd: FIXTURES });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/unknown capability "teleport" in skip; known: privileged, user/);
+  });
+});
+
 describe('berth exec end to end, without containers', () => {
   it('berth exec --runtime host examples/hello.yml runs the steps on this host, in the current directory, and warns that it isolates nothing', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'berth-host-e2e-'));

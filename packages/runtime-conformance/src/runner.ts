@@ -40,8 +40,8 @@ export interface ConformanceReport {
 export interface VerifyOptions extends ConformanceOptions {
   /** Called with each case's outcome as soon as it is known (for a live table). */
   onResult?: (result: CaseResult) => void;
-  /** Runs only the cases whose name or group includes this text. */
-  filter?: string;
+  /** Runs only the cases whose name or group includes this text (or one of these). */
+  filter?: string | readonly string[];
 }
 
 /**
@@ -61,7 +61,8 @@ export async function verifyConformance(target: ConformanceTarget, options: Veri
     results.push(result);
     onResult?.(result);
   };
-  for (const testCase of all.filter((c) => filter === undefined || c.name.includes(filter) || c.group.includes(filter))) {
+  const texts = filter === undefined ? undefined : typeof filter === 'string' ? [filter] : filter;
+  for (const testCase of all.filter((c) => texts === undefined || texts.some((t) => c.name.includes(t) || c.group.includes(t)))) {
     const base = { group: testCase.group, name: testCase.name, requirement: requirementOf(testCase) };
     const skipped = staticSkip(testCase, resolved) ?? (await preflight.skipReason(testCase));
     if (skipped !== undefined) {

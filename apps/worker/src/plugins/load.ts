@@ -104,10 +104,13 @@ function pluginExport(module: Record<string, unknown>, spec: string): unknown {
   if (exported !== undefined) return exported;
   const names = Object.keys(module);
   const descriptors = names.filter((name) => isDescriptorLike(module[name]));
-  const factories = names.filter((name) => typeof module[name] === 'function');
+  // A class is not a factory (a plugin may export its Runtime class beside its factory).
+  const factories = names.filter((name) => typeof module[name] === 'function' && !/^class\b/.test(Function.prototype.toString.call(module[name])));
   const candidates = descriptors.length > 0 ? descriptors : factories;
   if (candidates.length === 1) return module[candidates[0]!];
-  const listed = names.map((name) => `${name} (${isDescriptorLike(module[name]) ? 'descriptor' : typeof module[name]})`).join(', ') || 'nothing';
+  const kind = (value: unknown) =>
+    isDescriptorLike(value) ? 'descriptor' : typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)) ? 'class' : typeof value;
+  const listed = names.map((name) => `${name} (${kind(module[name])})`).join(', ') || 'nothing';
   throw usage(
     `--runtime ${spec}: the module has no default export and no export named "runtime", and ${candidates.length === 0 ? 'no' : 'more than one'} named export that is a descriptor or a factory (it exports: ${listed}). ` +
       'A runtime plugin exports its descriptor: `export default defineRuntime({ name, version, contract, create })`, or a function `(options) => defineRuntime(...)`.',
