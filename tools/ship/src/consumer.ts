@@ -21,7 +21,7 @@ export const MINI_PLUGIN = 'berth-runtime-mini';
  * its options with its own `RuntimeError('InvalidConfig')`, and exports the conformance options
  * (the capabilities a host runtime lacks) that both its vitest test and `berth runtimes verify` use.
  */
-export const MINI_PLUGIN_SOURCE = `import { CONTRACT_VERSION, defineRuntime, RuntimeError } from '@berth/runtime';
+const MINI_PLUGIN_SOURCE = `import { CONTRACT_VERSION, defineRuntime, RuntimeError } from '@berth/runtime';
 import { hostRuntime } from '@berth/runtime-host';
 import path from 'node:path';
 
@@ -186,7 +186,9 @@ export interface BerthRun {
  */
 export async function runInstalledBerth(consumer: string, args: readonly string[], cwd: string, timeoutMs = 300_000): Promise<BerthRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', NODE_OPTIONS: '', BERTH_TEST_REPORT_DIR: '' };
+  // As in a user's shell: not the workspace's (pnpm sets NODE_PATH for the scripts it runs).
   delete env.BERTH_FROM_SOURCE;
+  delete env.NODE_PATH;
   try {
     const { stdout, stderr } = await run(path.join(consumer, 'node_modules', '.bin', 'berth'), [...args], {
       cwd,

@@ -45,7 +45,7 @@ describe.each(packages.map((p) => p.name))('%s as packed: its manifest', (name) 
     const ranges = JSON.stringify([manifest.dependencies, manifest.peerDependencies, manifest.optionalDependencies, manifest.devDependencies]);
     expect(ranges).not.toMatch(/"(workspace|catalog):/);
     for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies', 'devDependencies']) {
-      const named = Object.keys((manifest[field] ?? {}));
+      const named = Object.keys(manifest[field] ?? {});
       expect(
         named.filter((n) => hidden.includes(n)),
         `${field} of ${name} names private packages`,
@@ -171,7 +171,7 @@ describe('a consumer project outside the workspace', () => {
     expect(verify.stdout).toContain('It conforms.');
     const missing = await runInstalledBerth(consumer, ['exec', '--runtime', 'berth-runtime-absent', path.join(consumer, 'hello.yml')], elsewhere);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain(`looked in ${path.join(consumer, 'node_modules')}`);
+    expect(missing.stderr).toContain(`no installed package of that name was found; looked in ${path.join(consumer, 'node_modules')}.`);
   }, 120_000);
 
   it('runs the conformance suite green with vitest against the plugin of its own', async () => {
