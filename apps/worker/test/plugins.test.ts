@@ -151,7 +151,7 @@ describe('berth runtimes verify', () => {
     expect(run.code, run.stderr + run.stdout).toBe(1);
     expect(run.stdout).toMatch(/^failed {3}required +container: reports another exit code \(3\) as is\n +└ AssertionError: exit code; the container's log:/m);
     expect(run.stdout).toMatch(
-      /^skipped  required +images: a missing image with pull policy never is reported as ImageNotFound, promptly\n +└ lacks images: steps run on the host$/m,
+      /^skipped {2}required +images: a missing image with pull policy never is reported as ImageNotFound, promptly\n +└ lacks images: steps run on the host$/m,
     );
     expect(run.stdout).toMatch(/It does not conform: \d+ required cases failed\.\n$/);
   }, 120_000);

@@ -22,7 +22,7 @@ export async function pluginConformanceOptions(exports: Readonly<Record<string, 
       EXIT.usage,
     );
   }
-  return value as ConformanceOptions;
+  return value;
 }
 
 /** Parses `--skip capability=reason` flags. */
@@ -47,7 +47,8 @@ export function tableHeader(): string {
 
 /** One case as a row of the table, with its reason beneath when it failed or was skipped. */
 export function tableRow(result: CaseResult): string {
-  const row = `${result.status.padEnd(RESULT_WIDTH)}  ${result.requirement.padEnd(REQUIREMENT_WIDTH)}  ${result.group}: ${result.name}\n`;
+  const label = result.name.startsWith(`${result.group}:`) ? result.name : `${result.group}: ${result.name}`;
+  const row = `${result.status.padEnd(RESULT_WIDTH)}  ${result.requirement.padEnd(REQUIREMENT_WIDTH)}  ${label}\n`;
   if (result.reason === undefined) return row;
   const indent = ' '.repeat(RESULT_WIDTH + REQUIREMENT_WIDTH + 4);
   const reason = result.reason.split('\n').slice(0, 12).join(`\n${indent}  `);
