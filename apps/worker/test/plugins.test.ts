@@ -1,6 +1,6 @@
 // Plugin loading (`--runtime <name|package|path>`, `--runtime-option`, `berth runtimes`), with
 // fixture plugins outside Berth's packages (test/fixtures/plugins), and `berth exec --runtime host` end to end.
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -116,6 +116,33 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
     expect(help.stdout.replace(/\s+/g, ' ')).toContain('--runtime is the same flag');
     const readme = readFileSync(path.join(import.meta.dirname, '../../../README.md'), 'utf8');
     expect(readme).toContain('`berth exec -r, --runtime-driver` (`--runtime` is the same flag)');
+  });
+
+  it("reports a RuntimeError from the plugin's own copy of @berth/runtime as the plugin's configuration error, not as a bug in Berth", async () => {
+    // A plugin built against its own installed @berth/runtime: a physical copy of the errors module.
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-copy-plugin-'));
+    try {
+      copyFileSync(path.join(import.meta.dirname, '../../../packages/runtime/src/errors.ts'), path.join(dir, 'errors.ts'));
+      writeFileSync(
+        path.join(dir, 'plugin.mjs'),
+        `import { RuntimeError } from './errors.ts';
+export default {
+  name: 'copied',
+  version: '1.0.0',
+  contract: '1.2.0',
+  async create() {
+    throw new RuntimeError('InvalidConfig', 'endpoint must be a URL; got "nowhere"', { runtime: 'copied', operation: 'create' });
+  },
+};
+`,
+      );
+      const run = await runCli(['exec', '--runtime', path.join(dir, 'plugin.mjs'), HELLO], { cwd: dir });
+      expect(run.stderr).not.toContain('bug in Berth');
+      expect(run.stderr).toContain(`berth: the copied runtime's configuration is invalid: endpoint must be a URL; got "nowhere"\n`);
+      expect(run.code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('berth runtimes lists the built-ins with their contract', async () => {
