@@ -183,6 +183,14 @@ describe('berth runtimes verify', () => {
     expect(run.stdout).toMatch(/It does not conform: \d+ required cases failed\.\n$/);
   }, 120_000);
 
+  it("takes a built-in's skips from its module's conformance export", async () => {
+    const run = await runCli(['runtimes', 'verify', 'host', '--filter', 'images'], { cwd: FIXTURES });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toMatch(
+      /^skipped  required +images: an invalid image reference .*\n +└ lacks images: the host runtime runs no images: steps run on the host$/m,
+    );
+  }, 60_000);
+
   it('refuses an unknown capability in --skip as usage', async () => {
     const run = await runCli(['runtimes', 'verify', './shell-plugin.mjs', '--skip', 'teleport=no'], { cwd: FIXTURES });
     expect(run.code).toBe(2);

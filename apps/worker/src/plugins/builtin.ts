@@ -10,6 +10,8 @@ export interface BuiltinRuntime {
   readonly description: string;
   readonly options: Readonly<Record<string, OptionKind>>;
   load(options: Record<string, unknown>): Promise<RuntimeDescriptor>;
+  /** The plugin module's exports (its `conformance` options, for `berth runtimes verify`). */
+  exports(): Promise<Readonly<Record<string, unknown>>>;
 }
 
 /**
@@ -23,6 +25,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     description: 'containers on a Docker engine (DOCKER_HOST or /var/run/docker.sock)',
     options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', pidsLimit: 'number', dropCapabilities: 'list' },
     load: async (options) => declaring((await import('@berth/runtime-docker')).dockerRuntime(options), ['outputs', 'hostWorkspace']),
+    exports: async () => import('@berth/runtime-docker'),
   },
   {
     name: 'kubernetes',
@@ -38,6 +41,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
       pendingTimeoutMs: 'number',
     },
     load: async (options) => (await import('@berth/runtime-kubernetes')).kubernetesRuntime(options),
+    exports: async () => import('@berth/runtime-kubernetes'),
   },
   {
     name: 'host',
@@ -45,6 +49,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     description: 'local /bin/sh processes in a per-build workspace, WITHOUT isolation',
     options: { root: 'string', inheritEnv: 'list' },
     load: async (options) => (await import('@berth/runtime-host')).hostRuntime(options),
+    exports: async () => import('@berth/runtime-host'),
   },
 ];
 

@@ -53,7 +53,7 @@ export async function loadRuntime(spec: string, load: LoadOptions): Promise<Load
     } catch (error) {
       throw usage(`--runtime-option: ${(error as Error).message}`);
     }
-    return { descriptor: checked(await builtin.load(options), spec), source: 'builtin', location: builtin.name };
+    return { descriptor: checked(await builtin.load(options), spec), source: 'builtin', location: builtin.name, exports: await builtin.exports() };
   }
 
   const source: PluginSource = isPathSpec(spec) ? 'path' : 'package';
