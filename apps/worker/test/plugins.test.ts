@@ -1,6 +1,6 @@
 // Plugin loading (`--runtime <name|package|path>`, `--runtime-option`, `berth runtimes`), with
 // fixture plugins outside Berth's packages (test/fixtures/plugins), and `berth exec --runtime host` end to end.
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,27 @@ describe('loadRuntime', () => {
     expect(loaded.descriptor).toMatchObject({ name: 'fixture-shell', version: '0.3.1', contract: '1.0.0' });
   });
 
+  it('takes the one named export that is a descriptor when there is no default or runtime export', async () => {
+    const loaded = await loadRuntime('./named-export.mjs', { cwd: FIXTURES });
+    expect(loaded.descriptor).toMatchObject({ name: 'named-shell', version: '0.2.0' });
+  });
+
+  it('takes the one named export that is a function as the factory, handing it the options', async () => {
+    const loaded = await loadRuntime('./strict-options.mjs', { cwd: FIXTURES, options: { replicas: '3' } });
+    expect(loaded.descriptor.name).toBe('strict');
+  });
+
+  it('says where it looked for a package it cannot find', async () => {
+    const error = (await loadRuntime('berth-runtime-nowhere', { cwd: FIXTURES }).catch((e: unknown) => e)) as Error;
+    expect(error.message).toContain(`looked in ${path.resolve(FIXTURES, '../../../node_modules')}`);
+    expect(error.message).toMatch(/or beside Berth \(npm install -g <package>\)/);
+  });
+
+  it('declares the capabilities of the built-in Docker runtime, which binds a host folder', async () => {
+    const loaded = await loadRuntime('docker', { cwd: FIXTURES });
+    expect(loaded.descriptor.capabilities).toEqual(['outputs', 'hostWorkspace']);
+  });
+
   it('loads the built-ins by name, typing their options', async () => {
     const loaded = await loadRuntime('host', { cwd: FIXTURES, options: { inheritEnv: 'PATH,LANG' } });
     expect(loaded).toMatchObject({ source: 'builtin', location: 'host', descriptor: { name: 'host' } });
@@ -26,9 +47,18 @@ describe('loadRuntime', () => {
     [
       './wrong-contract.mjs',
       {},
-      /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/,
+      /--runtime \.\/wrong-contract\.mjs: runtime plugin "from-the-future" 9\.0\.0 was written for Runtime contract 2\.0\.0, but this @berth\/runtime speaks contract 1\.x \(it defines 1\.\d+\.\d+\)\. Use a release of the plugin made for contract 1\.x.*This worker speaks Runtime contract 1\.x \(it implements 1\.\d+\.\d+\)\./,
     ],
-    ['./no-export.mjs', {}, /the module has no default export and no export named "runtime" \(it exports: helper\)\. A runtime plugin exports its descriptor/],
+    [
+      './no-export.mjs',
+      {},
+      /the module has no default export and no export named "runtime", and more than one named export that is a descriptor or a factory \(it exports: helper \(function\), format \(function\), VERSION \(string\)\)\. A runtime plugin exports its descriptor/,
+    ],
+    [
+      './strict-options.mjs',
+      { replicas: 'many' },
+      /^--runtime \.\/strict-options\.mjs: the plugin's configuration is invalid \(replicas=…\): option replicas must be a whole number; got "many"$/,
+    ],
     [
       './not-descriptor.mjs',
       {},
@@ -80,6 +110,41 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
     expect(fromEnv.stdout).toMatch(/runtime-option: \["inheritEnv=PATH,HOME","root=\/tmp\/r"\]/);
   });
 
+  it('the README names the runtime flag as the help does', async () => {
+    const help = await runCli(['exec', '--help'], { cwd: FIXTURES });
+    expect(help.stdout).toContain('-r, --runtime-driver <value>');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('--runtime is the same flag');
+    const readme = readFileSync(path.join(import.meta.dirname, '../../../README.md'), 'utf8');
+    expect(readme).toContain('`berth exec -r, --runtime-driver` (`--runtime` is the same flag)');
+  });
+
+  it("reports a RuntimeError from the plugin's own copy of @berth/runtime as the plugin's configuration error, not as a bug in Berth", async () => {
+    // A plugin built against its own installed @berth/runtime: a physical copy of the errors module.
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-copy-plugin-'));
+    try {
+      copyFileSync(path.join(import.meta.dirname, '../../../packages/runtime/src/errors.ts'), path.join(dir, 'errors.ts'));
+      writeFileSync(
+        path.join(dir, 'plugin.mjs'),
+        `import { RuntimeError } from './errors.ts';
+export default {
+  name: 'copied',
+  version: '1.0.0',
+  contract: '1.2.0',
+  async create() {
+    throw new RuntimeError('InvalidConfig', 'endpoint must be a URL; got "nowhere"', { runtime: 'copied', operation: 'create' });
+  },
+};
+`,
+      );
+      const run = await runCli(['exec', '--runtime', path.join(dir, 'plugin.mjs'), HELLO], { cwd: dir });
+      expect(run.stderr).not.toContain('bug in Berth');
+      expect(run.stderr).toContain(`berth: the copied runtime's configuration is invalid: endpoint must be a URL; got "nowhere"\n`);
+      expect(run.code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('berth runtimes lists the built-ins with their contract', async () => {
     const run = await runCli(['runtimes', '--json'], { cwd: FIXTURES });
     expect(run.code).toBe(0);
@@ -97,6 +162,41 @@ describe('berth exec --runtime / --runtime-option (in process)', () => {
 function berth(args: string[], cwd: string): Promise<ProcessRun> {
   return spawnBerth(args, cwd);
 }
+
+describe('berth runtimes verify', () => {
+  it('prints the table of a conforming plugin and exits 0', async () => {
+    const run = await berth(['runtimes', 'verify', './shell-plugin.mjs', '--filter', 'exit code'], FIXTURES);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toContain('Verifying fixture-shell 0.3.1 (./shell-plugin.mjs) against the Runtime conformance suite');
+    expect(run.stdout).toMatch(/^RESULT {3}REQUIREMENT +CASE$/m);
+    expect(run.stdout).toMatch(/^passed {3}required +container: reports exit code 1 and stops the script at its first failing command$/m);
+    expect(run.stdout).toMatch(/: \d+ passed, 0 failed, \d+ skipped\.\nIt conforms\.\n$/);
+  }, 120_000);
+
+  it('exits 1 on a required failure, with the reason under the case, and honours the plugin’s conformance export', async () => {
+    const run = await berth(['runtimes', 'verify', './lying-exit.mjs', '--filter', 'exit code', '--filter', 'images'], FIXTURES);
+    expect(run.code, run.stderr + run.stdout).toBe(1);
+    expect(run.stdout).toMatch(/^failed {3}required +container: reports another exit code \(3\) as is\n +└ AssertionError: exit code; the container's log:/m);
+    expect(run.stdout).toMatch(
+      /^skipped {2}required +images: a missing image with pull policy never is reported as ImageNotFound, promptly\n +└ lacks images: steps run on the host$/m,
+    );
+    expect(run.stdout).toMatch(/It does not conform: \d+ required cases failed\.\n$/);
+  }, 120_000);
+
+  it("takes a built-in's skips from its module's conformance export", async () => {
+    const run = await runCli(['runtimes', 'verify', 'host', '--filter', 'images'], { cwd: FIXTURES });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toMatch(
+      /^skipped {2}required +images: an invalid image reference .*\n +└ lacks images: the host runtime runs no images: steps run on the host$/m,
+    );
+  }, 60_000);
+
+  it('refuses an unknown capability in --skip as usage', async () => {
+    const run = await runCli(['runtimes', 'verify', './shell-plugin.mjs', '--skip', 'teleport=no'], { cwd: FIXTURES });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/unknown capability "teleport" in skip; known: privileged, user/);
+  });
+});
 
 describe('berth exec end to end, without containers', () => {
   it('berth exec --runtime host examples/hello.yml runs the steps on this host, in the current directory, and warns that it isolates nothing', async () => {

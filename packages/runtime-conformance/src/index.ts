@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export { runtimeConformance } from './suite.ts';
+export type { ConformanceTarget } from './plan.ts';
 export {
   CONFORMANCE_CAPABILITIES,
   resolveConformanceOptions,

@@ -1,4 +1,4 @@
-import type { Runtime, RuntimeConfig } from '@berth/runtime';
+import { RUNTIME_CAPABILITIES, type Runtime, type RuntimeCapability, type RuntimeConfig } from '@berth/runtime';
 
 /**
  * Creates a fresh runtime for one configuration, e.g. `(config) => descriptor.create(background(), config)`.
@@ -100,6 +100,13 @@ export interface ConformanceOptions {
    * e.g. `{ privileged: 'the engine runs rootless' }`.
    */
   skip?: Partial<Record<ConformanceCapability, string>>;
+  /**
+   * The optional contract capabilities the plugin declares (its descriptor's `capabilities`; taken
+   * from the descriptor when the suite is given one). A capability's cases run only when it is
+   * declared. Left undefined with a factory, the `outputs` case runs when the runtime has its
+   * methods and is skipped otherwise, and the `hostWorkspace` case is skipped.
+   */
+  capabilities?: readonly RuntimeCapability[];
 }
 
 /** {@link ConformanceOptions} with every default applied. */
@@ -113,6 +120,8 @@ export interface ResolvedConformanceOptions {
   largeLogBytes: number;
   largeLogMemoryLimitBytes: number;
   skip: Partial<Record<ConformanceCapability, string>>;
+  /** The declared optional capabilities; undefined when the plugin did not say (a factory without the option). */
+  capabilities: readonly RuntimeCapability[] | undefined;
 }
 
 /** Applies the defaults of {@link ConformanceOptions}; throws a `TypeError` on an unknown capability in `skip`. */
@@ -132,6 +141,13 @@ export function resolveConformanceOptions(options: ConformanceOptions = {}): Res
       throw new TypeError(`[berth] runtimeConformance: skip.${capability} needs a reason`);
     }
   }
+  for (const capability of options.capabilities ?? []) {
+    if (!RUNTIME_CAPABILITIES.includes(capability)) {
+      throw new TypeError(
+        `[berth] runtimeConformance: unknown optional capability ${JSON.stringify(capability)} in capabilities; known: ${RUNTIME_CAPABILITIES.join(', ')}`,
+      );
+    }
+  }
   return {
     image: options.image ?? process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35',
     missingImage: options.missingImage ?? 'berth/conformance-missing:0',
@@ -146,5 +162,6 @@ export function resolveConformanceOptions(options: ConformanceOptions = {}): Res
     largeLogBytes: options.largeLogBytes ?? 50 * 1024 * 1024,
     largeLogMemoryLimitBytes: options.largeLogMemoryLimitBytes ?? 150_000_000,
     skip,
+    capabilities: options.capabilities,
   };
 }

@@ -1,9 +1,10 @@
-import { expect } from 'vitest';
+import { expect } from './expect.ts';
 import { conformanceBuild, conformanceStep } from './builders.ts';
 import type { ConformanceCase } from './cases/shared.ts';
 import { collectStream, EarlyTailEndError, runToCompletion, setupBuildResources, teardownBuild, waitForExit } from './drive.ts';
 import { CaseHarness, describeError } from './harness.ts';
 import type { ConformanceFactory, ResolvedConformanceOptions } from './options.ts';
+import { staticSkip } from './plan.ts';
 
 /** The programs every script of the suite needs: the runner of a Vela build script. */
 const SCRIPT_TOOLS: readonly string[] = ['sh', 'echo', 'base64'];
@@ -69,18 +70,9 @@ export class Preflight {
   neededTools(): string[] {
     const tools = new Set(SCRIPT_TOOLS);
     for (const testCase of this.#cases) {
-      if (this.lacks(testCase) === undefined) for (const tool of testCase.tools ?? []) tools.add(tool);
+      if (staticSkip(testCase, this.#options) === undefined) for (const tool of testCase.tools ?? []) tools.add(tool);
     }
     return [...tools];
-  }
-
-  /** The capability `testCase` needs that the runtime declared it lacks, with the reason. */
-  lacks(testCase: ConformanceCase): { capability: string; reason: string } | undefined {
-    for (const capability of testCase.capabilities ?? []) {
-      const reason = this.#options.skip[capability];
-      if (reason !== undefined) return { capability, reason };
-    }
-    return undefined;
   }
 
   /** Runs (once) a script checking every needed program; never rejects. */

@@ -12,6 +12,22 @@ import { HostRuntime, NO_ISOLATION_WARNING, type HostRuntimeOptions } from './ru
 
 export { HostRuntime, NO_ISOLATION_WARNING, type HostRuntimeOptions } from './runtime.ts';
 
+/**
+ * The conformance suite's options for this runtime: the capabilities a host runtime lacks, each
+ * with the reason (`berth runtimes verify host` and this package's own test use them).
+ */
+export const conformance: { skip: Record<string, string> } = {
+  skip: {
+    images: 'the host runtime runs no images: steps run on the host',
+    fixedWorkspacePath: 'each build gets its own directory under the runtime root; workspacePath is mapped onto it',
+    user: "steps run as the worker's user",
+    serviceNetworking: 'the host runtime does not run services',
+    privileged: "steps run with the worker's own privileges; the runtime grants none",
+    ...(process.getuid?.() === 0 ? { confinement: "the worker runs as root here, and its steps have root's privileges" } : {}),
+    ...(process.platform === 'linux' ? {} : { linuxProc: `${process.platform} has no Linux /proc` }),
+  },
+};
+
 const manifest = createRequire(import.meta.url)('../package.json') as { version: string };
 let warned = false;
 
@@ -29,7 +45,9 @@ export function hostRuntime(options: HostRuntimeOptions = {}): RuntimeDescriptor
   return defineRuntime({
     name: 'host',
     version: manifest.version,
-    contract: '1.0.0',
+    contract: '1.2.0',
+    // The build's workspace may be a host directory (`berth exec` runs on the current directory).
+    capabilities: ['hostWorkspace'],
     async create(ctx, config) {
       const fail = (code: 'InvalidConfig' | 'Canceled', detail: string): never => {
         throw new RuntimeError(code, detail, { runtime: 'host', operation: 'create' });

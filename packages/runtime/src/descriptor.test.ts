@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { CONTRACT_VERSION, contractMismatch, defineRuntime, type RuntimeDescriptor } from './descriptor.ts';
+import { CONTRACT_VERSION, contractMismatch, defineRuntime, hasCapability, type RuntimeDescriptor } from './descriptor.ts';
 
 const create: RuntimeDescriptor['create'] = () => Promise.reject(new Error('not used'));
 
@@ -17,7 +17,7 @@ describe('defineRuntime', () => {
     defineRuntime({ name: 'old-plugin', version: '3.2.1', contract: '0.9.0', create }, warn);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0]?.[0]).toMatch(
-      /runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but the installed @berth\/runtime defines contract 1\.\d+\.\d+\. Use a release of the plugin made for contract 1\.x/,
+      /runtime plugin "old-plugin" 3\.2\.1 was written for Runtime contract 0\.9\.0, but this @berth\/runtime speaks contract 1\.x \(it defines 1\.\d+\.\d+\)\. Use a release of the plugin made for contract 1\.x/,
     );
   });
 
@@ -42,5 +42,15 @@ describe('defineRuntime', () => {
   it('refuses a name users could not type and a contract that is not a version', () => {
     expect(() => defineRuntime({ name: 'My Runtime', version: '1.0.0', contract: '1.0.0', create })).toThrow(/lower-case letters/);
     expect(() => defineRuntime({ name: 'ok', version: '1.0.0', contract: 'latest', create })).toThrow(/not a version/);
+  });
+
+  it('keeps the optional capabilities a plugin declares, and refuses one the contract does not define', () => {
+    const descriptor = defineRuntime({ name: 'caps', version: '1.0.0', contract: CONTRACT_VERSION, capabilities: ['hostWorkspace'], create });
+    expect(hasCapability(descriptor, 'hostWorkspace')).toBe(true);
+    expect(hasCapability(descriptor, 'outputs')).toBe(false);
+    expect(hasCapability(defineRuntime({ name: 'none', version: '1.0.0', contract: CONTRACT_VERSION, create }), 'outputs')).toBe(false);
+    expect(() => defineRuntime({ name: 'typo', version: '1.0.0', contract: CONTRACT_VERSION, capabilities: ['output' as 'outputs'], create })).toThrow(
+      /declares capability "output", which contract 1\.\d+\.\d+ does not define; known: outputs, hostWorkspace/,
+    );
   });
 });

@@ -7,7 +7,21 @@ import type { Runtime, RuntimeConfig } from './runtime.ts';
  * minor when methods or fields are added. A plugin declares the one it was written against as a
  * literal (importing this constant would always match the installed contract).
  */
-export const CONTRACT_VERSION = '1.1.0';
+export const CONTRACT_VERSION = '1.2.0';
+
+/**
+ * An optional part of the contract a plugin declares it offers, in {@link RuntimeDescriptor.capabilities}.
+ * The worker uses one only when the plugin declares it, and the conformance suite runs its cases
+ * only then (so a new optional capability never fails a plugin written before it).
+ *
+ * - `outputs`: {@link Runtime.setupOutputs} and {@link Runtime.readOutput} (Vela's `/vela/outputs`; contract 1.1).
+ * - `hostWorkspace`: {@link RuntimeConfig.workspaceHostPath}, a host directory as the build's
+ *   workspace (`berth exec` runs a pipeline on the current directory; contract 1.2).
+ */
+export type RuntimeCapability = 'outputs' | 'hostWorkspace';
+
+/** Every {@link RuntimeCapability} this contract defines. */
+export const RUNTIME_CAPABILITIES: readonly RuntimeCapability[] = ['outputs', 'hostWorkspace'];
 
 /**
  * A runtime plugin as the worker registers it: what `dockerRuntime(options)` returns.
@@ -24,6 +38,11 @@ export interface RuntimeDescriptor {
    * major differs from its own contract's.
    */
   readonly contract: string;
+  /**
+   * The optional capabilities the plugin offers (contract 1.2); none when absent. A capability
+   * this worker does not know (a plugin for a later minor) is ignored.
+   */
+  readonly capabilities?: readonly RuntimeCapability[];
   /**
    * Connects to the engine and returns a ready runtime. Rejects with a `RuntimeError` of code
    * `Unavailable` when the engine cannot be reached, `InvalidConfig` for bad settings.
@@ -56,9 +75,16 @@ export function defineRuntime(descriptor: RuntimeDescriptor, warn: ContractWarni
   if (majorOf(descriptor.contract) === undefined) {
     throw new TypeError(`[berth] runtime plugin "${descriptor.name}" declares contract ${JSON.stringify(descriptor.contract)}, which is not a version`);
   }
+  for (const capability of descriptor.capabilities ?? []) {
+    if (!RUNTIME_CAPABILITIES.includes(capability)) {
+      throw new TypeError(
+        `[berth] runtime plugin "${descriptor.name}" declares capability ${JSON.stringify(capability)}, which contract ${CONTRACT_VERSION} does not define; known: ${RUNTIME_CAPABILITIES.join(', ')}`,
+      );
+    }
+  }
   const mismatch = contractMismatch(descriptor);
   if (mismatch !== undefined) warn(`${mismatch}; it may misbehave.`);
-  return Object.freeze({ ...descriptor });
+  return Object.freeze({ ...descriptor, ...(descriptor.capabilities ? { capabilities: Object.freeze([...descriptor.capabilities]) } : {}) });
 }
 
 /**
@@ -74,9 +100,17 @@ export function contractMismatch(descriptor: Pick<RuntimeDescriptor, 'name' | 'v
       ? `declares contract ${JSON.stringify(descriptor.contract)}, which is not a version`
       : `was written for Runtime contract ${descriptor.contract}`;
   return (
-    `runtime plugin "${descriptor.name}" ${descriptor.version} ${declared}, but the installed @berth/runtime defines contract ${CONTRACT_VERSION}. ` +
+    `runtime plugin "${descriptor.name}" ${descriptor.version} ${declared}, but this @berth/runtime speaks contract ${ourMajor}.x (it defines ${CONTRACT_VERSION}). ` +
     `Use a release of the plugin made for contract ${ourMajor}.x, or a Berth whose contract is ${pluginMajor ?? '?'}.x`
   );
+}
+
+/**
+ * Whether the plugin declares the optional `capability` (works on a descriptor from any copy of
+ * this package: it reads the plain field).
+ */
+export function hasCapability(descriptor: Pick<RuntimeDescriptor, 'capabilities'>, capability: RuntimeCapability): boolean {
+  return Array.isArray(descriptor.capabilities) && descriptor.capabilities.includes(capability);
 }
 
 function majorOf(version: string): number | undefined {

@@ -38,12 +38,35 @@ export interface RuntimeErrorOptions {
 }
 
 /**
+ * The brand every {@link RuntimeError} carries, shared by every copy of this package in a process
+ * (`Symbol.for`): a plugin built against its own installed `@berth/runtime` and a worker that bundles
+ * another copy still recognise each other's errors, as Node's errors are known by `code`.
+ */
+const BRAND: unique symbol = Symbol.for('@berth/runtime.RuntimeError');
+
+/** Whether `value` carries the brand of a {@link RuntimeError} of any copy, with a code. */
+function isBranded(value: unknown): value is RuntimeError {
+  return (
+    typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true && typeof (value as { code?: unknown }).code === 'string'
+  );
+}
+
+/**
  * The one error type every runtime method rejects with.
  *
  * Its message names the runtime, the operation and the subject, then what happened:
  * `[docker] runContainer step_org_repo_1_test: image "berth/none:1" not found locally and pull policy is "never"`.
+ *
+ * Gotcha: recognise it with {@link isRuntimeError}. `instanceof RuntimeError` works too, across
+ * copies of this package (it checks the brand), but `instanceof` a subclass is by class only.
  */
 export class RuntimeError extends Error {
+  /** `instanceof RuntimeError` is true for a RuntimeError of any copy of this package (by its brand). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== RuntimeError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return isBranded(value);
+  }
+
   override readonly name = 'RuntimeError';
   readonly code: RuntimeErrorCode;
   readonly runtime: string;
@@ -60,10 +83,14 @@ export class RuntimeError extends Error {
     this.operation = options.operation;
     this.subject = options.subject;
     this.detail = detail;
+    Object.defineProperty(this, BRAND, { value: true });
   }
 }
 
-/** True when `error` is a {@link RuntimeError}, optionally with one of the given codes. */
+/**
+ * True when `error` is a {@link RuntimeError} — made by any copy of this package, so a plugin's
+ * errors are recognised by a worker that holds another copy — optionally with one of the given codes.
+ */
 export function isRuntimeError(error: unknown, ...codes: RuntimeErrorCode[]): error is RuntimeError {
-  return error instanceof RuntimeError && (codes.length === 0 || codes.includes(error.code));
+  return isBranded(error) && (codes.length === 0 || codes.includes(error.code));
 }

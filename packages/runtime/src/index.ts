@@ -6,7 +6,16 @@
 export type { Runtime, RuntimeConfig, RuntimeEvent, ContainerExit, ContainerStatus, ReapReport, RuntimeWithOutputs } from './runtime.ts';
 export { MAX_OUTPUT_FILE_BYTES, OUTPUTS_PATH, supportsOutputs } from './runtime.ts';
 export { RuntimeError, isRuntimeError, type RuntimeErrorCode, type RuntimeErrorOptions } from './errors.ts';
-export { CONTRACT_VERSION, contractMismatch, defineRuntime, type RuntimeDescriptor, type ContractWarning } from './descriptor.ts';
+export {
+  CONTRACT_VERSION,
+  contractMismatch,
+  defineRuntime,
+  hasCapability,
+  RUNTIME_CAPABILITIES,
+  type ContractWarning,
+  type RuntimeCapability,
+  type RuntimeDescriptor,
+} from './descriptor.ts';
 export { LABELS, labelValue, resourceLabels } from './labels.ts';
 export { isPrivilegedImage } from './privileged.ts';
 

@@ -38,7 +38,8 @@ const SHIPPED: Record<Role, readonly Role[]> = {
   plugin: ['context', 'pipeline', 'contract'],
   'test-double': ['context', 'pipeline', 'contract'],
   executor: ['context', 'pipeline', 'contract'],
-  app: ['context', 'pipeline', 'contract', 'plugin', 'executor'],
+  // The app runs the conformance suite for `berth runtimes verify` (through its vitest-free runner).
+  app: ['context', 'pipeline', 'contract', 'conformance', 'plugin', 'executor'],
   tool: ['context', 'pipeline', 'contract', 'conformance', 'plugin', 'test-double', 'executor', 'tool'],
 };
 
@@ -54,7 +55,7 @@ const TESTS_EXTRA: Record<Role, readonly Role[]> = {
   plugin: ['conformance', 'test-double', 'tool'],
   'test-double': ['conformance'],
   executor: ['conformance', 'test-double', 'plugin', 'tool'],
-  app: ['conformance', 'test-double', 'tool'],
+  app: ['test-double', 'tool'],
   tool: [],
 };
 

@@ -15,12 +15,88 @@ const run = promisify(execFile);
 export const MINI_PLUGIN = 'berth-runtime-mini';
 
 /**
- * Writes the consumer project into `dir`: a package.json that depends on every tarball
- * (`file:`), on vitest from the registry, and on the local plugin; the plugin; its test.
+ * The plugin a team writes outside the repository, as its own package: a host-process runtime
+ * under its own name, built on `@berth/runtime` (its own installed copy) and
+ * `@berth/runtime-host`. Its only export is a named factory (no default, no `runtime`); it checks
+ * its options with its own `RuntimeError('InvalidConfig')`, and exports the conformance options
+ * (the capabilities a host runtime lacks) that both its vitest test and `berth runtimes verify` use.
  */
-export async function writeConsumer(dir: string, packed: readonly PackedPackage[], vitestRange: string): Promise<void> {
-  await mkdir(path.join(dir, MINI_PLUGIN), { recursive: true });
-  const dependencies: Record<string, string> = { vitest: vitestRange, [MINI_PLUGIN]: `file:./${MINI_PLUGIN}` };
+const MINI_PLUGIN_SOURCE = `import { CONTRACT_VERSION, defineRuntime, RuntimeError } from '@berth/runtime';
+import { hostRuntime } from '@berth/runtime-host';
+import path from 'node:path';
+
+/** The plugin: \`miniRuntime({ root })\`, steps as local processes under \`root\`. */
+export function miniRuntime(options = {}) {
+  for (const key of Object.keys(options)) {
+    if (key !== 'root') throw new RuntimeError('InvalidConfig', \`unknown option \${JSON.stringify(key)}; the mini runtime takes root\`, { runtime: 'mini', operation: 'options' });
+  }
+  if (options.root !== undefined && !path.isAbsolute(options.root)) {
+    throw new RuntimeError('InvalidConfig', \`option root must be an absolute path; got \${JSON.stringify(options.root)}\`, { runtime: 'mini', operation: 'options' });
+  }
+  const host = hostRuntime({ ...(options.root === undefined ? {} : { root: options.root }), warn: () => undefined });
+  return defineRuntime({
+    name: 'mini',
+    version: '0.1.0',
+    contract: CONTRACT_VERSION,
+    capabilities: ['hostWorkspace'],
+    async create(ctx, config) {
+      const inner = await host.create(ctx, config);
+      return new Proxy(inner, {
+        get: (target, key) => {
+          if (key === 'name') return 'mini';
+          const value = Reflect.get(target, key, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    },
+  });
+}
+
+/** What the conformance suite should know: the capabilities a host runtime lacks, with why. */
+export const conformance = {
+  skip: {
+    images: 'steps run on the host: there are no images',
+    fixedWorkspacePath: 'each build gets its own directory; workspacePath is mapped onto it',
+    user: "steps run as the worker's user",
+    serviceNetworking: 'no services',
+    privileged: "steps run with the worker's own privileges",
+    ...(process.getuid?.() === 0 ? { confinement: 'the worker runs as root, and so do its steps' } : {}),
+  },
+};
+`;
+
+/**
+ * Writes the plugin's package into `dir` (to be packed with `npm pack`): its manifest, with
+ * `@berth/runtime` and `@berth/runtime-host` as peers, and its module.
+ */
+export async function writePlugin(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeJson(path.join(dir, 'package.json'), {
+    name: MINI_PLUGIN,
+    version: '0.1.0',
+    type: 'module',
+    exports: { '.': './index.js' },
+    peerDependencies: { '@berth/runtime': '*', '@berth/runtime-host': '*' },
+  });
+  await writeFile(path.join(dir, 'index.js'), MINI_PLUGIN_SOURCE);
+}
+
+/** Packs a folder with plain `npm pack` into `destination`; resolves the tarball's path. */
+export async function npmPack(dir: string, destination: string): Promise<string> {
+  const { stdout } = await run('npm', ['pack', '--pack-destination', destination, '--json', '--loglevel=error'], { cwd: dir });
+  const [packed] = JSON.parse(stdout) as { filename: string }[];
+  if (!packed) throw new Error(`npm pack ${dir} printed no package`);
+  return path.join(destination, packed.filename);
+}
+
+/**
+ * Writes the consumer project into `dir`: a package.json that depends on every tarball (the
+ * Berth packages, the `berth` command among them, and the plugin's), on vitest from the registry;
+ * the plugin's conformance test.
+ */
+export async function writeConsumer(dir: string, packed: readonly PackedPackage[], pluginTarball: string, vitestRange: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const dependencies: Record<string, string> = { vitest: vitestRange, [MINI_PLUGIN]: `file:${pluginTarball}` };
   const overrides: Record<string, string> = {};
   for (const pkg of packed) {
     dependencies[pkg.name] = `file:${pkg.tarball}`;
@@ -28,48 +104,12 @@ export async function writeConsumer(dir: string, packed: readonly PackedPackage[
     overrides[pkg.name] = `$${pkg.name}`;
   }
   await writeJson(path.join(dir, 'package.json'), { name: 'berth-consumer', private: true, type: 'module', dependencies, overrides });
-  await writeJson(path.join(dir, MINI_PLUGIN, 'package.json'), {
-    name: MINI_PLUGIN,
-    version: '0.1.0',
-    type: 'module',
-    exports: { '.': './index.js' },
-    peerDependencies: { '@berth/runtime': '*', '@berth/runtime-dummy': '*' },
-  });
-  // The plugin: its own descriptor, built on the contract's defineRuntime; the engine
-  // underneath is the in-memory one so the project needs no container engine.
-  await writeFile(
-    path.join(dir, MINI_PLUGIN, 'index.js'),
-    `import { CONTRACT_VERSION, defineRuntime } from '@berth/runtime';
-import { dummyRuntime } from '@berth/runtime-dummy';
-
-const engine = dummyRuntime();
-
-export const runtime = defineRuntime({
-  name: 'mini',
-  version: '0.1.0',
-  contract: CONTRACT_VERSION,
-  // The in-memory engine underneath, under the plugin's own name.
-  create: async (ctx, config) => {
-    const inner = await engine.create(ctx, config);
-    return new Proxy(inner, {
-      get: (target, key) => {
-        if (key === 'name') return 'mini';
-        const value = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-  },
-});
-export default runtime;
-`,
-  );
   await writeFile(
     path.join(dir, 'conformance.test.js'),
-    `import { background } from '@berth/context';
-import { runtimeConformance } from '@berth/runtime-conformance';
-import { runtime } from '${MINI_PLUGIN}';
+    `import { runtimeConformance } from '@berth/runtime-conformance';
+import { conformance, miniRuntime } from '${MINI_PLUGIN}';
 
-runtimeConformance('mini', (config) => runtime.create(background(), config));
+runtimeConformance('mini', miniRuntime(), conformance);
 `,
   );
   await writeFile(path.join(dir, 'vitest.config.js'), `export default { test: { include: ['*.test.js'], testTimeout: 60000, hookTimeout: 60000 } };\n`);
@@ -131,6 +171,37 @@ export async function runConformance(dir: string): Promise<{ report: ConsumerRep
   }
   const report = JSON.parse(await readFile(reportFile, 'utf8')) as ConsumerReport;
   return { report, output };
+}
+
+/** What one run of the installed `berth` printed, and its exit status. */
+export interface BerthRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the `berth` command npm installed in the consumer project (`node_modules/.bin/berth`, as a
+ * user types it) in `cwd`, without colours and without the workspace's environment.
+ */
+export async function runInstalledBerth(consumer: string, args: readonly string[], cwd: string, timeoutMs = 300_000): Promise<BerthRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', NODE_OPTIONS: '', BERTH_TEST_REPORT_DIR: '' };
+  // As in a user's shell: not the workspace's (pnpm sets NODE_PATH for the scripts it runs).
+  delete env.BERTH_FROM_SOURCE;
+  delete env.NODE_PATH;
+  try {
+    const { stdout, stderr } = await run(path.join(consumer, 'node_modules', '.bin', 'berth'), [...args], {
+      cwd,
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: timeoutMs,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string; message: string };
+    if (typeof e.code !== 'number') throw error;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
 }
 
 async function writeJson(file: string, value: unknown): Promise<void> {

@@ -1,2 +1,12 @@
-export { attw, packAll, publicPackages, publint, REPO_ROOT, type CheckResult, type PackedPackage, type PublicPackage } from './pack.ts';
-export { MINI_PLUGIN, npmInstall, runConformance, writeConsumer, type ConsumerReport } from './consumer.ts';
+export { attw, packAll, privatePackages, publicPackages, publint, REPO_ROOT, type CheckResult, type PackedPackage, type PublicPackage } from './pack.ts';
+export {
+  MINI_PLUGIN,
+  npmInstall,
+  npmPack,
+  runConformance,
+  runInstalledBerth,
+  writeConsumer,
+  writePlugin,
+  type BerthRun,
+  type ConsumerReport,
+} from './consumer.ts';

@@ -21,23 +21,47 @@ export interface PublicPackage {
   version: string;
   /** Its folder relative to the repository root, e.g. `packages/runtime`. */
   dir: string;
+  /** A library under `packages/` (imported), or a command under `apps/` (its bin is run). */
+  kind: 'library' | 'command';
 }
 
-/** Lists the workspace packages under `packages/` that are not private. */
+/** Lists the workspace packages under `packages/` (libraries) and `apps/` (commands) that are not private. */
 export async function publicPackages(root = REPO_ROOT): Promise<PublicPackage[]> {
   const found: PublicPackage[] = [];
-  for (const entry of (await readdir(path.join(root, 'packages'), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
-    if (!entry.isDirectory()) continue;
-    const dir = `packages/${entry.name}`;
-    let manifest: { name: string; version: string; private?: boolean };
-    try {
-      manifest = JSON.parse(await readFile(path.join(root, dir, 'package.json'), 'utf8')) as typeof manifest;
-    } catch {
-      continue;
+  for (const [group, kind] of [
+    ['packages', 'library'],
+    ['apps', 'command'],
+  ] as const) {
+    for (const entry of (await readdir(path.join(root, group), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (!entry.isDirectory()) continue;
+      const dir = `${group}/${entry.name}`;
+      let manifest: { name: string; version: string; private?: boolean };
+      try {
+        manifest = JSON.parse(await readFile(path.join(root, dir, 'package.json'), 'utf8')) as typeof manifest;
+      } catch {
+        continue;
+      }
+      if (!manifest.private) found.push({ name: manifest.name, version: manifest.version, dir, kind });
     }
-    if (!manifest.private) found.push({ name: manifest.name, version: manifest.version, dir });
   }
   return found;
+}
+
+/** The names of the workspace's private packages (tools, test doubles): no published manifest may name them. */
+export async function privatePackages(root = REPO_ROOT): Promise<string[]> {
+  const names: string[] = [];
+  for (const group of ['packages', 'apps', 'tools']) {
+    for (const entry of await readdir(path.join(root, group), { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      try {
+        const manifest = JSON.parse(await readFile(path.join(root, group, entry.name, 'package.json'), 'utf8')) as { name: string; private?: boolean };
+        if (manifest.private) names.push(manifest.name);
+      } catch {
+        // not a package
+      }
+    }
+  }
+  return names.sort();
 }
 
 /** A packed package: the package and the path of its tarball. */

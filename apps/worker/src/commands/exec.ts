@@ -4,7 +4,7 @@ import { background, withCancel } from '@berth/context';
 import { runBuild, RuntimeEventRouter, type Executor } from '@berth/executor';
 import { ConsoleReporter } from '../console-reporter.ts';
 import type { Build } from '@berth/pipeline';
-import { isRuntimeError, type Runtime } from '@berth/runtime';
+import { hasCapability, isRuntimeError, type Runtime } from '@berth/runtime';
 import { CommandError, EXIT } from '../exit-codes.ts';
 import type { Io } from '../io.ts';
 import { formatResolvedConfig } from '../config/check-config.ts';
@@ -47,7 +47,7 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags & { c
   }
   const secrets = { ...config.secretsFile, ...config.secret };
   const environment = config.env;
-  const logger = await createLogger(io, config.logLevel, config.color);
+  const logger = createLogger(io, config.logLevel, config.color);
   // The plugin too is checked before the pipeline is compiled: --runtime and --runtime-option are usage.
   const { descriptor } = await loadRuntime(config.runtime, {
     cwd: io.cwd,
@@ -68,6 +68,14 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags & { c
   const build = selectSubset(compiled.build, config.step, config.stage);
   const workspacePath = build.steps[0]?.directory || build.stages[0]?.steps[0]?.directory || '/vela/src';
 
+  // The current directory is the workspace when the runtime can bind a host folder (the
+  // hostWorkspace capability); any other runtime runs the build in a workspace of its own.
+  const hostWorkspace = hasCapability(descriptor, 'hostWorkspace');
+  if (!hostWorkspace) {
+    io.stderr.write(
+      `warning: the ${descriptor.name} runtime does not declare the hostWorkspace capability, so the build runs in a workspace of its own, without the files of ${path.resolve(io.cwd)}\n`,
+    );
+  }
   const color = config.color && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const reporter = new ConsoleReporter(io.stdout, { build, color, env: io.env });
   const [ctx, cancel] = withCancel(background());
@@ -78,14 +86,16 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags & { c
     runtime = await descriptor.create(ctx, {
       workerId: execWorkerId(),
       workspacePath,
-      // Runtimes that can run on the current directory do; Kubernetes (and any other plugin) gets a workspace of its own.
-      workspaceHostPath: descriptor.name === 'docker' || descriptor.name === 'host' ? path.resolve(io.cwd) : undefined,
+      ...(hostWorkspace ? { workspaceHostPath: path.resolve(io.cwd) } : {}),
       stopGraceMs: config.stopGrace,
       onEvent: events.onEvent,
     });
   } catch (error) {
     cancel();
-    if (isRuntimeError(error)) throw new CommandError(`cannot start the ${descriptor.name} runtime: ${error.detail}`, EXIT.usage);
+    // The plugin's own words (its RuntimeError, from whichever copy of @berth/runtime it was built with).
+    if (isRuntimeError(error, 'InvalidConfig'))
+      throw new CommandError(`the ${descriptor.name} runtime's configuration is invalid: ${error.detail}`, EXIT.usage);
+    if (isRuntimeError(error)) throw new CommandError(`cannot start the ${descriptor.name} runtime (${error.code}): ${error.detail}`, EXIT.usage);
     throw error;
   }
 
@@ -114,7 +124,7 @@ async function execPipeline(file: string, flags: ExecFlags & PipelineFlags & { c
       runtime,
       reporter,
       timeoutMs: config.timeout,
-      logger: { debug: (m) => logger.debug(m), info: (m) => logger.info(m), warn: (m) => logger.warn(m) },
+      logger,
       events,
       // On, as in `vela exec` (go-vela/cli command/pipeline/exec.go: an outputs image by default).
       outputs: true,

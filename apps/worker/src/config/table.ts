@@ -370,7 +370,7 @@ export const SETTINGS = {
     type: 'string',
     default: 'docker',
     oneOf: ['docker', 'kubernetes'],
-    help: 'where containers run: docker or kubernetes (berth exec also takes host, an installed runtime plugin package or a path to a plugin module; `berth runtimes` lists them)',
+    help: 'where containers run: docker or kubernetes (berth exec also takes host, an installed runtime plugin package or a path to a plugin module; `berth runtimes` lists them); --runtime is the same flag',
     group: 'Runtime',
     commands: both,
     exec: { env: ['BERTH_RUNTIME', 'VELA_RUNTIME_DRIVER'], anyValue: true },

@@ -1,4 +1,4 @@
-import type { RuntimeDescriptor } from '@berth/runtime';
+import type { RuntimeCapability, RuntimeDescriptor } from '@berth/runtime';
 
 /** How one option of a built-in runtime is typed, for `--runtime-option key=value`. */
 type OptionKind = 'string' | 'number' | 'list';
@@ -10,6 +10,8 @@ export interface BuiltinRuntime {
   readonly description: string;
   readonly options: Readonly<Record<string, OptionKind>>;
   load(options: Record<string, unknown>): Promise<RuntimeDescriptor>;
+  /** The plugin module's exports (its `conformance` options, for `berth runtimes verify`). */
+  exports(): Promise<Readonly<Record<string, unknown>>>;
 }
 
 /**
@@ -22,7 +24,8 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     packageName: '@berth/runtime-docker',
     description: 'containers on a Docker engine (DOCKER_HOST or /var/run/docker.sock)',
     options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', pidsLimit: 'number', dropCapabilities: 'list' },
-    load: async (options) => (await import('@berth/runtime-docker')).dockerRuntime(options),
+    load: async (options) => declaring((await import('@berth/runtime-docker')).dockerRuntime(options), ['outputs', 'hostWorkspace']),
+    exports: async () => import('@berth/runtime-docker'),
   },
   {
     name: 'kubernetes',
@@ -38,6 +41,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
       pendingTimeoutMs: 'number',
     },
     load: async (options) => (await import('@berth/runtime-kubernetes')).kubernetesRuntime(options),
+    exports: async () => import('@berth/runtime-kubernetes'),
   },
   {
     name: 'host',
@@ -45,8 +49,18 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     description: 'local /bin/sh processes in a per-build workspace, WITHOUT isolation',
     options: { root: 'string', inheritEnv: 'list' },
     load: async (options) => (await import('@berth/runtime-host')).hostRuntime(options),
+    exports: async () => import('@berth/runtime-host'),
   },
 ];
+
+/**
+ * The descriptor with the optional capabilities the runtime is known to offer, when it does not
+ * declare any itself (a plugin written before contract 1.2: the Docker runtime binds a host
+ * folder as the workspace and has outputs).
+ */
+function declaring(descriptor: RuntimeDescriptor, capabilities: readonly RuntimeCapability[]): RuntimeDescriptor {
+  return descriptor.capabilities === undefined ? Object.freeze({ ...descriptor, capabilities }) : descriptor;
+}
 
 /**
  * Types `--runtime-option` strings for a built-in runtime (lists are comma-separated); `typed`

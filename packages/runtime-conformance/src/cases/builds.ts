@@ -1,5 +1,5 @@
 import type { Build } from '@berth/pipeline';
-import { expect } from 'vitest';
+import { expect } from '../expect.ts';
 import { conformanceBuild, conformanceService, conformanceStep } from '../builders.ts';
 import { setupBuildResources, teardownBuild } from '../drive.ts';
 import { expectExit, expectGone, expectNothingLeft, expectState, hasSysAdmin, imageNameWithoutTag, run, runOne, type ConformanceCase } from './shared.ts';

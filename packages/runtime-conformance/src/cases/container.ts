@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { expect } from '../expect.ts';
 import { conformanceBuild, conformanceStep } from '../builders.ts';
 import { setupBuildResources, teardownBuild } from '../drive.ts';
 import { expectExit, expectState, oneStep, run, runOne, type ConformanceCase } from './shared.ts';

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { background, withCancel, withTimeout } from '@berth/context';
 import { isRuntimeError } from '@berth/runtime';
-import { expect } from 'vitest';
+import { expect } from '../expect.ts';
 import type { ConformanceContainerFields } from '../builders.ts';
 import { logSoFar } from '../drive.ts';
 import { describeOutcome, pollUntil, rejectedWith, settleWithin } from '../harness.ts';

@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { withCancel } from '@berth/context';
 import { isRuntimeError } from '@berth/runtime';
-import { expect } from 'vitest';
+import { expect } from '../expect.ts';
 import { collectStream, waitForExit } from '../drive.ts';
 import { describeError, describeOutcome, pollUntil, settleWithin } from '../harness.ts';
 import { expectExit, oneStep, runOne, type ConformanceCase } from './shared.ts';

@@ -1,7 +1,7 @@
 import { background, withTimeout } from '@berth/context';
 import { parseImageReference, type Build, type Container } from '@berth/pipeline';
-import type { ContainerStatus, ReapReport, Runtime, RuntimeConfig } from '@berth/runtime';
-import { expect } from 'vitest';
+import type { ContainerStatus, ReapReport, Runtime, RuntimeCapability, RuntimeConfig } from '@berth/runtime';
+import { expect } from '../expect.ts';
 import { conformanceBuild, conformanceStep, type ConformanceContainerFields } from '../builders.ts';
 import { logSoFar, runToCompletion, setupBuildResources, teardownBuild, type RunResult } from '../drive.ts';
 import { describeOutcome, rejectedWith, settleWithin, type CaseHarness } from '../harness.ts';
@@ -13,6 +13,11 @@ export interface ConformanceCase {
   readonly name: string;
   /** The capabilities the case needs; a runtime that declares it lacks one of them skips the case. */
   readonly capabilities?: readonly ConformanceCapability[];
+  /**
+   * The optional contract capability the case checks: it runs only when the plugin declares it
+   * (the suite's `capabilities` option), and is reported as optional.
+   */
+  readonly optional?: RuntimeCapability;
   /**
    * Programs the case's scripts call, besides `sh`, `echo` and `base64` (which every script needs).
    * The preflight checks them; a case whose program is missing is skipped, naming it.
@@ -142,4 +147,13 @@ export async function firstRejection(
 export function expectNothingLeft(report: ReapReport): void {
   const { containers, networks, volumes, pods } = report;
   expect({ containers, networks, volumes, pods }, 'reap found resources left behind').toEqual({ containers: [], networks: [], volumes: [], pods: [] });
+}
+
+/**
+ * Thrown by a case that finds, once it has a runtime, that it does not apply (an optional
+ * capability the plugin neither declared nor implements): the suite reports the case as skipped
+ * with this reason.
+ */
+export class CaseSkipped extends Error {
+  override readonly name = 'CaseSkipped';
 }
