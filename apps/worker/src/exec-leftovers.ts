@@ -13,8 +13,12 @@ const PREFIX = 'berth-exec-';
 /** Longest host part kept in the id: the id is a label value (63 characters at most). */
 const MAX_HOST_CHARS = 40;
 
-/** This host's name as it appears in an exec worker id (label characters only, at most 40). */
-export function execHost(hostname: string = os.hostname()): string {
+/**
+ * This host's name as it appears in an exec worker id (label characters only, at most 40):
+ * `BERTH_EXEC_HOST` when set (runs that share one engine but should not clean up after each
+ * other, such as test suites running side by side), else the machine's host name.
+ */
+export function execHost(hostname: string = process.env.BERTH_EXEC_HOST || os.hostname()): string {
   const clean = hostname
     .replace(/[^A-Za-z0-9_.]/g, '_')
     .slice(0, MAX_HOST_CHARS)

@@ -9,6 +9,9 @@ import { spawnBerth } from './run-cli.ts';
 
 const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
+// A host name of this file's own: the other test files run berth exec on the same engine at the
+// same time, and each would otherwise remove (and report) this file's killed run first.
+const HOST = `leftovers-test-${process.pid}`;
 /** One build number for every run of a test: the same build id, as runs in one directory have. */
 const buildNumber = (): string => `${process.pid % 100000}${Math.floor(Math.random() * 1000)}`;
 
@@ -46,7 +49,7 @@ function resourcesOf(owner: string): { containers: string[]; networks: string[];
 async function killMidStep(dir: string, number: string): Promise<string> {
   const child: ChildProcess = spawn(process.execPath, [BERTH, 'exec'], {
     cwd: dir,
-    env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: number },
+    env: { ...process.env, NO_COLOR: '1', BERTH_BUILD_NUMBER: number, BERTH_EXEC_HOST: HOST },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const pid = child.pid!;
@@ -99,7 +102,7 @@ describe('berth exec after a berth exec killed with SIGKILL', { timeout: 180_000
       path.join(dir, '.vela.yml'),
       ['version: "1"', 'steps:', '  - name: short', `    image: ${IMAGE}`, '    pull: never', '    commands:', '      - echo again', ''].join('\n'),
     );
-    const next = await spawnBerth(['exec'], dir, { BERTH_BUILD_NUMBER: number });
+    const next = await spawnBerth(['exec'], dir, { BERTH_BUILD_NUMBER: number, BERTH_EXEC_HOST: HOST });
     expect(next.stderr).toContain(`berth: removed what an earlier berth exec (pid ${parseExecWorkerId(owner)!.pid}, no longer running) left: containers `);
     expect(next.stderr).toMatch(/; network \S+; volume/);
     expect(next.stdout).toMatch(/short +│ again/);
@@ -111,12 +114,12 @@ describe('berth exec after a berth exec killed with SIGKILL', { timeout: 180_000
     const dir = workspace();
     const owner = await killMidStep(dir, buildNumber());
     expect(resourcesOf(owner).networks).toHaveLength(1);
-    const cleanup = await spawnBerth(['exec', '--cleanup'], dir);
+    const cleanup = await spawnBerth(['exec', '--cleanup'], dir, { BERTH_EXEC_HOST: HOST });
     expect(cleanup.code).toBe(0);
     expect(cleanup.stderr).toContain(`(pid ${parseExecWorkerId(owner)!.pid}, no longer running)`);
     expect(cleanup.stdout).toBe('');
     expect(resourcesOf(owner)).toEqual({ containers: [], networks: [], volumes: [] });
-    const again = await spawnBerth(['exec', '--cleanup'], dir);
+    const again = await spawnBerth(['exec', '--cleanup'], dir, { BERTH_EXEC_HOST: HOST });
     expect(again.stderr).toBe('berth: nothing left by earlier berth exec runs\n');
   });
 });

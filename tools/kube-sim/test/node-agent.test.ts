@@ -125,6 +125,10 @@ describe('node agent', () => {
     const reasons = () => new Set(w.events.map((e: { object: V1Pod }) => e.object.status?.containerStatuses?.[0]?.state?.waiting?.reason).filter(Boolean));
     await waitFor('ErrImagePull then ImagePullBackOff', () => reasons().has('ErrImagePull') && reasons().has('ImagePullBackOff'));
     w.close();
+    // The back-off's waiting message carries the pull's error (image_manager.go EnsureImageExists: prevPullErrMsg).
+    const waitingOf = (reason: string): string | undefined =>
+      w.events.map((e: { object: V1Pod }) => e.object.status?.containerStatuses?.[0]?.state?.waiting).find((s) => s?.reason === reason)?.message;
+    expect(waitingOf('ImagePullBackOff')).toBe(`Back-off pulling image "berth/does-not-exist:1": ErrImagePull: ${waitingOf('ErrImagePull') ?? '?'}`);
     const missing = await read('missing');
     expect(missing.status?.phase).toBe('Pending');
     await waitFor('missing events', async () => {

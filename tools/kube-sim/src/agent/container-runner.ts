@@ -122,12 +122,14 @@ export class ContainerRunner {
     const wait = backoffMs(state, run);
     if (failure.reason === 'ErrImagePull') {
       // The next sync finds the image in back-off: ImagePullBackOff
-      // (pkg/kubelet/images/image_manager.go EnsureImageExists, "Back-off pulling image").
+      // (pkg/kubelet/images/image_manager.go EnsureImageExists, "Back-off pulling image"). The
+      // event says only that; the waiting message wraps the pull's error as it was stored
+      // (prevPullErrMsg: "<reason>: <message>").
       const first = Math.min(1000, Math.floor(wait / 2));
       if (!(await this.#sleep(run, first))) return true;
       const image = state.spec(run.name)?.image ?? '';
       const backOff = `Back-off pulling image "${image}"`;
-      run.state = { waiting: { reason: 'ImagePullBackOff', message: backOff } };
+      run.state = { waiting: { reason: 'ImagePullBackOff', message: `${backOff}: ${failure.reason}: ${failure.message}` } };
       state.containerEvent(run, 'Normal', 'BackOff', backOff);
       state.containerEvent(run, 'Warning', 'Failed', 'Error: ImagePullBackOff');
       this.#status.publishNow(run);
