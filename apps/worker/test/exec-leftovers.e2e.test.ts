@@ -73,7 +73,7 @@ async function killMidStep(dir: string, number: string): Promise<string> {
   });
   await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve)));
   expect(child.signalCode).toBe('SIGKILL');
-  return execWorkerId(pid);
+  return execWorkerId(pid, execHost(HOST));
 }
 
 describe('exec worker ids', () => {
