@@ -7,7 +7,7 @@ import { type ContainerRun, type PodState, type RunView } from './pod-state.ts';
 const terminalReason = 'The container could not be located when the pod was terminated';
 
 /** The pod phase from the published container states (`views`) or the real ones. */
-export function podPhase(podState: PodState, views: boolean): PodStatus['phase'] {
+function podPhase(podState: PodState, views: boolean): PodStatus['phase'] {
   if (podState.terminal) return podState.terminal.phase;
   const phase = containersPhase(podState, views);
   // Delay transitioning a pod to a terminal phase until the pod worker has stopped it: the status
