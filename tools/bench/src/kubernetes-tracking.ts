@@ -17,11 +17,18 @@
  * defaultBookmarkFrequency), with client-node's 30 s inactivity timeout and with the runtime's
  * default: BENCH_IDLE_SECONDS (default 240) of idle per setting, 0 skips it. BENCH_RECONNECTS_ONLY=1
  * skips the grid.
+ *
+ * Then P1 and P2 on the real apiserver from its audit log (tracking-real.ts), beside kube-sim's
+ * counters for the same builds (one worker-mode worker, one build of S steps, S in BENCH_REAL_S,
+ * default 1,5,10), when BERTH_REAL_KUBECONFIG names the cluster of tools/kube-cluster; otherwise the
+ * bench says how to get them. BENCH_REAL_ONLY=1 runs only these.
  */
 import { background, withTimeout } from '@berth/context';
+import { realCluster } from '@berth/kube-cluster';
 import { startKubeSim, type CountersSnapshot } from '@berth/kube-sim';
 import { conformanceBuild, conformanceStep, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
 import { createKubernetesRuntime, type TrackerStrategy } from '@berth/runtime-kubernetes';
+import { type ApiFigures, measureApi, printApiFigures } from './tracking-real.ts';
 
 const BUSYBOX = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
@@ -31,7 +38,10 @@ const STEPS = list(process.env.BENCH_S, [1, 10, 50]);
 const MAX_STEPS = process.env.BENCH_FULL === '1' ? Infinity : Number(process.env.BENCH_MAX_STEPS ?? 50);
 const MODES: TrackerStrategy[] = ['worker', 'build', 'container'];
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 240);
-const RECONNECTS_ONLY = process.env.BENCH_RECONNECTS_ONLY === '1';
+const REAL_ONLY = process.env.BENCH_REAL_ONLY === '1';
+const RECONNECTS_ONLY = process.env.BENCH_RECONNECTS_ONLY === '1' || REAL_ONLY;
+const REAL_STEPS = list(process.env.BENCH_REAL_S, [1, 5, 10]);
+const cluster = realCluster();
 
 interface Cell {
   mode: TrackerStrategy;
@@ -47,6 +57,7 @@ interface Cell {
 const sim = await startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 60_000 });
 const cells: Cell[] = [];
 const skipped: string[] = [];
+const realPairs: { sim: ApiFigures; real: ApiFigures }[] = [];
 const reconnects: { setting: string; seconds: number; watchesOpened: number; perHour: number }[] = [];
 try {
   for (const builds of RECONNECTS_ONLY ? [] : BUILDS) {
@@ -58,9 +69,16 @@ try {
       for (const mode of MODES) cells.push(await measure(mode, builds, steps));
     }
   }
-  if (IDLE_SECONDS > 0) {
+  if (IDLE_SECONDS > 0 && !REAL_ONLY) {
     reconnects.push(await idle('client-node default (30 s inactivity timeout)', 30_000));
     reconnects.push(await idle('runtime default (max(30 s, 3/4 of watchSilenceMs) = 90 s)', undefined));
+  }
+  const realKubeconfig = cluster.kubeconfig;
+  for (const steps of REAL_STEPS) {
+    if (realKubeconfig === undefined) break;
+    const pair = { sim: await measureApi({ kind: 'sim', sim }, steps), real: await measureApi({ kind: 'real', kubeconfig: realKubeconfig }, steps) };
+    console.error(`[kubernetes-tracking] real apiserver S=${steps}: ${pair.real.requests} requests (kube-sim ${pair.sim.requests})`);
+    realPairs.push(pair);
   }
 } finally {
   await sim.close();
@@ -91,6 +109,8 @@ if (reconnects.length > 0) {
   console.log('| --- | ---: | ---: |');
   for (const r of reconnects) console.log(`| ${r.setting} | ${r.watchesOpened} | ${r.perHour.toFixed(0)} |`);
 }
+if (realPairs.length > 0) printApiFigures(realPairs);
+else console.log(`\nreal apiserver figures (P1, P2 from the audit log) not measured: ${cluster.skip ?? 'BENCH_REAL_S is empty'}`);
 if (skipped.length > 0) console.log(`\nnot run (B×S > ${MAX_STEPS}; BENCH_FULL=1 runs them): ${skipped.join(', ')}`);
 const workerCells = cells.filter((c) => c.mode === 'worker');
 const target = workerCells.length > 0 && workerCells.every((c) => c.maxOpenWatches <= 2 && c.podGetListPerBuild === 0);

@@ -5,3 +5,4 @@
  * @packageDocumentation
  */
 export { realCluster, type RealCluster } from './real-cluster.ts';
+export { type AuditEvent, readAudit } from './audit.ts';
