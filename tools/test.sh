@@ -75,6 +75,14 @@ rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
 pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
 test_status=$?
 
+# Restarting the apiserver takes the whole cluster's API away for seconds: that lane runs alone,
+# after every other one (its report joins the others in the summary).
+if [ $# -eq 0 ] && [ -n "${BERTH_REAL_KUBECONFIG:-}" ]; then
+  step "real Kubernetes cluster: the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+  (cd packages/runtime-kubernetes && BERTH_APISERVER_RESTARTS=1 pnpm exec vitest run test/apiserver-restart-real.test.ts \
+    --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.apiserver-restarts.json") || test_status=1
+fi
+
 if $cluster_started; then
   step "stopping the real Kubernetes cluster"
   bash tools/kube-cluster/cluster.sh stop || failed_steps+=("stopping the real Kubernetes cluster")

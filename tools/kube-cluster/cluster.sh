@@ -11,6 +11,9 @@
 #   cluster.sh stop     delete every pod, stop what start started (by PID), unmount, remove the bridge
 #   cluster.sh status   what runs
 #   cluster.sh running  exit 0 when the cluster runs and answers (quiet)
+#   cluster.sh restart-apiserver TERM|KILL
+#                       stop kube-apiserver with that signal, then start it again (tests of a
+#                       restart mid-build); waits until it answers
 #   cluster.sh import IMAGE…  copy images of the Docker engine into the cluster's containerd (when changed)
 #   cluster.sh env      KUBECONFIG=… lines for the test kubeconfig (user `berth`, in the audit log)
 #
@@ -447,6 +450,19 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   running) all_alive && api_up ;;
+  restart-apiserver)
+    signal="${2:-TERM}"
+    case "$signal" in TERM | KILL) ;; *) fail "usage: cluster.sh restart-apiserver TERM|KILL" ;; esac
+    alive kube-apiserver || fail "kube-apiserver is not running: bash tools/kube-cluster/cluster.sh start"
+    pid=$(pid_of kube-apiserver)
+    kill -"$signal" "$pid"
+    # A graceful stop drains in-flight requests first; a killed one is gone at once.
+    for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$run/kube-apiserver.pid"
+    start_apiserver
+    say "kube-apiserver restarted after SIG$signal (pid $(pid_of kube-apiserver))"
+    ;;
   import)
     shift
     [ $# -gt 0 ] || fail "usage: cluster.sh import IMAGE… (images of the local Docker engine)"
@@ -454,5 +470,5 @@ case "${1:-}" in
     import_images "$@"
     ;;
   env) echo "KUBECONFIG=$test_kubeconfig" ;;
-  *) echo "usage: bash tools/kube-cluster/cluster.sh start|stop|status|running|import|env" >&2; exit 2 ;;
+  *) echo "usage: bash tools/kube-cluster/cluster.sh start|stop|status|running|restart-apiserver|import|env" >&2; exit 2 ;;
 esac
