@@ -65,3 +65,21 @@ export function buildRecords(sim: VelaSim, ids: readonly number[]): BuildRecord[
 export function isFinal(status: string | undefined): boolean {
   return status !== undefined && FINAL.has(status);
 }
+
+/** When each build of the sim first showed a final status (polled every 200 ms), until `stop()`. */
+export function watchFinals(sim: VelaSim): { finalAt: Map<number, number>; stop(): void } {
+  const finalAt = new Map<number, number>();
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const [id, b] of sim.builds) if (!finalAt.has(id) && isFinal(b.status)) finalAt.set(id, now);
+  }, 200);
+  return { finalAt, stop: () => clearInterval(timer) };
+}
+
+/** The ids of builds running on worker `host` now (their status in vela-sim). */
+export function runningOn(sim: VelaSim, ids: readonly number[], host: string): number[] {
+  return ids.filter((id) => {
+    const b = sim.builds.get(id);
+    return b?.status === 'running' && b.host === host;
+  });
+}

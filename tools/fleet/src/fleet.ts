@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -201,6 +201,39 @@ export class Fleet {
     return res.text();
   }
 
+  /**
+   * SIGKILL of replica `ordinal`'s worker process, from the node (the pods share its process table
+   * view through /proc; a signal from inside the pod cannot kill its PID 1). The kubelet restarts
+   * the container in the same pod. Returns the PID killed.
+   */
+  killWorkerProcess(ordinal: number): number {
+    const want = [`POD_NAMESPACE=${this.namespace}`, `POD_NAME=berth-worker-${ordinal}`];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+        if (!cmdline[0]?.endsWith('node') || !cmdline.includes('start')) continue;
+        const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+        if (!want.every((w) => environ.includes(w))) continue;
+        process.kill(Number(entry), 'SIGKILL');
+        return Number(entry);
+      } catch {
+        // The process ended while it was read.
+      }
+    }
+    throw new Error(`no worker process of berth-worker-${ordinal} in ${this.namespace} on this node`);
+  }
+
+  /** `kubectl delete pod --grace-period=0 --force` of replica `ordinal`. */
+  async forceDelete(ordinal: number): Promise<void> {
+    await this.k('delete', 'pod', `berth-worker-${ordinal}`, '--grace-period=0', '--force');
+  }
+
+  /** The worker id (Vela hostname) of replica `ordinal`. */
+  workerId(ordinal: number): string {
+    return `berth-worker-${ordinal}.berth-worker.${this.namespace}.svc`;
+  }
+
   /** The namespace's pods, events and the workers' last log lines, for a failure's report. */
   async describe(): Promise<string> {
     const parts = await Promise.all([
@@ -211,8 +244,12 @@ export class Fleet {
     return parts.join('\n');
   }
 
-  /** Deletes the namespace, its state volumes and their directories. */
+  /**
+   * Deletes the namespace, its state volumes and their directories. The workers are force-deleted
+   * first: a test's teardown does not wait out their drain.
+   */
   async destroy(): Promise<void> {
+    await this.k('delete', 'pods', '--all', '--grace-period=0', '--force', '--wait=false').catch(() => undefined);
     await this.kubectl(['delete', 'namespace', this.namespace, '--wait=true', '--timeout=120s'], 150_000).catch(() => undefined);
     if (this.#volumes.length > 0) await this.kubectl(['delete', 'pv', ...this.#volumes, '--ignore-not-found']).catch(() => undefined);
     rmSync(path.join(STATE_ROOT, this.namespace), { recursive: true, force: true });

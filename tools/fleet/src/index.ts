@@ -5,5 +5,5 @@
  * @packageDocumentation
  */
 export { Fleet, apiPort, type FleetOptions } from './fleet.ts';
-export { buildRecords, enqueueSleepBuilds, isFinal, type BuildRecord } from './builds.ts';
+export { buildRecords, enqueueSleepBuilds, isFinal, runningOn, watchFinals, type BuildRecord } from './builds.ts';
 export { pops, waitFor } from './wait.ts';
