@@ -4,6 +4,8 @@
 // (bash tools/ship/image.sh), and is imported into the cluster here.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { realCluster } from '@berth/kube-cluster';
 import { VelaSim } from '@berth/vela-sim';
@@ -24,6 +26,12 @@ const SLEEP_S = Number(process.env.FLEET_SLEEP_S ?? 4);
 const SOAK_SEED = Number(process.env.FLEET_SOAK_SEED ?? 25);
 const SOAK_BUILDS = Number(process.env.FLEET_SOAK_BUILDS ?? 12);
 const SOAK_KILLS = Number(process.env.FLEET_SOAK_KILLS ?? 2);
+/**
+ * The stated bound from a kill to the final status of the builds the killed worker held: the
+ * StatefulSet controller's new pod (force delete) or the kubelet's container restart (SIGKILL; its
+ * crash back-off starts at 10 s), the worker's start, and its reaper's report.
+ */
+const KILL_BOUND_MS = 90_000;
 const reason = cluster.skip === undefined ? '' : ` [skipped: ${cluster.skip}]`;
 
 describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reason}`, { timeout: 600_000 }, () => {
@@ -124,7 +132,7 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       expect(podsOfKilled.length).toBe(lost.length);
       const t0 = Date.now();
       await fleet.forceDelete(1);
-      await waitFor("the killed worker's builds to end", () => lost.every((id) => finals.finalAt.has(id)), 240_000);
+      await waitFor("the killed worker's builds to end", () => lost.every((id) => finals.finalAt.has(id)), KILL_BOUND_MS);
       const toFinal = lost.map((id) => (finals.finalAt.get(id)! - t0) / 1000);
       finals.stop();
       console.log(
@@ -163,7 +171,7 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
         const t0 = Date.now();
         if (how === 'SIGKILL') fleet.killWorkerProcess(ordinal);
         else await fleet.forceDelete(ordinal);
-        await waitFor("the killed worker's builds to end", () => lost.every((id) => finals.finalAt.has(id)), 240_000);
+        await waitFor("the killed worker's builds to end", () => lost.every((id) => finals.finalAt.has(id)), KILL_BOUND_MS);
         afterKill.push(...lost.map((id) => (finals.finalAt.get(id)! - t0) / 1000));
         console.log(`fleet soak: kill ${k + 1}: ${how} of berth-worker-${ordinal} with ${lost.length} builds running`);
         await fleet.rolloutStatus();
@@ -187,7 +195,69 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       await fleet.destroy();
     }
   });
+
+  it('5. the KEDA ScaledObject is accepted by the apiserver (KEDA v2.21.1 CRDs, server-side dry run); a broken one is refused', async () => {
+    const crds = kedaCrds();
+    const fleetNs = `berth-fleet-keda-${randomUUID().slice(0, 6)}`;
+    const kubectl = (args: string[], input?: string): string =>
+      execFileSync('kubectl', ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
+    kubectl([
+      'apply',
+      '--server-side',
+      '--force-conflicts',
+      '-f',
+      path.join(crds, 'keda.sh_scaledobjects.yaml'),
+      '-f',
+      path.join(crds, 'keda.sh_triggerauthentications.yaml'),
+    ]);
+    kubectl(['wait', '--for=condition=Established', 'crd/scaledobjects.keda.sh', 'crd/triggerauthentications.keda.sh', '--timeout=60s']);
+    kubectl(['create', 'namespace', fleetNs]);
+    try {
+      const manifest = readFileSync(path.join(ROOT, 'apps/worker/deploy/keda/scaledobject.yaml'), 'utf8');
+      const out = kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], manifest.replaceAll('namespace: vela', `namespace: ${fleetNs}`));
+      console.log(`fleet keda: ${out.trim().replaceAll('\n', '; ')}`);
+      expect(out).toMatch(/scaledobject.keda.sh\/berth-worker created \(server dry run\)/);
+      // The dry run validates: the CRD's own rule refuses min > max.
+      const broken = manifest.replaceAll('namespace: vela', `namespace: ${fleetNs}`).replace('minReplicaCount: 1', 'minReplicaCount: 20');
+      expect(() => kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], broken)).toThrow(
+        /minReplicaCount must be less than or equal to maxReplicaCount/,
+      );
+    } finally {
+      kubectl(['delete', 'namespace', fleetNs, '--wait=false']);
+      rmSync(crds, { recursive: true, force: true });
+    }
+  });
 });
+
+/**
+ * KEDA's CRDs from its Go module (github.com/kedacore/keda/v2 at KEDA_VERSION, default v2.21.1):
+ * `go mod download` fetches the module's zip through the Go module proxy (its go directive may be
+ * newer than the local Go, which then reports an error but has fetched and verified the zip), and
+ * the CRDs are read from the zip's config/crd/bases into a temporary directory.
+ */
+function kedaCrds(): string {
+  const version = process.env.KEDA_VERSION ?? 'v2.21.1';
+  const module = `github.com/kedacore/keda/v2@${version}`;
+  let out: string;
+  try {
+    out = execFileSync('go', ['mod', 'download', '-json', module], { encoding: 'utf8', cwd: tmpdir() });
+  } catch (e) {
+    out = (e as { stdout?: string }).stdout ?? '';
+  }
+  const zip = out ? (JSON.parse(out) as { Zip?: string }).Zip : undefined;
+  if (zip === undefined) throw new Error(`cannot fetch KEDA's Go module for its CRDs: go mod download -json ${module} gave ${out || 'nothing'}`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'berth-keda-'));
+  execFileSync('unzip', [
+    '-q',
+    '-j',
+    zip,
+    `${module}/config/crd/bases/keda.sh_scaledobjects.yaml`,
+    `${module}/config/crd/bases/keda.sh_triggerauthentications.yaml`,
+    '-d',
+    dir,
+  ]);
+  return dir;
+}
 
 /** A seeded PRNG (mulberry32): the soak's choices repeat under one seed. */
 function mulberry32(seed: number): () => number {
