@@ -196,7 +196,7 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
     }
   });
 
-  it('5. the KEDA ScaledObject is accepted by the apiserver (KEDA v2.21.1 CRDs, server-side dry run); a broken one is refused', async () => {
+  it('5. the KEDA ScaledObject is accepted by the apiserver (KEDA v2.21.1 CRDs, server-side dry run); a broken one is refused', () => {
     const crds = kedaCrds();
     const fleetNs = `berth-fleet-keda-${randomUUID().slice(0, 6)}`;
     const kubectl = (args: string[], input?: string): string =>
