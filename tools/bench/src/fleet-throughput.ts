@@ -18,7 +18,8 @@ import { VelaSim } from '@berth/vela-sim';
 const BUILDS = Number(process.env.BENCH_FLEET_BUILDS ?? 24);
 const SLEEP_S = Number(process.env.BENCH_FLEET_SLEEP_S ?? 10);
 const kubeconfig = process.env.BERTH_REAL_KUBECONFIG;
-if (!kubeconfig) throw new Error('fleet-throughput needs the real cluster: set BERTH_REAL_KUBECONFIG=/var/lib/berth-kube/berth.kubeconfig (tools/kube-cluster)');
+if (!kubeconfig)
+  throw new Error('fleet-throughput needs the real cluster: set BERTH_REAL_KUBECONFIG=/var/lib/berth-kube/berth.kubeconfig (tools/kube-cluster)');
 
 const sim = await VelaSim.start();
 try {
@@ -33,7 +34,9 @@ try {
       const bad = buildRecords(sim, ids).filter((r) => r.status !== 'success' || r.claims !== 1);
       if (bad.length > 0) throw new Error(`builds not run exactly once with success: ${JSON.stringify(bad)}`);
       const perMin = BUILDS / minutes;
-      console.log(`${replicas} replica(s): ${BUILDS} builds of sleep ${SLEEP_S} in ${(minutes * 60).toFixed(1)} s = ${perMin.toFixed(1)} builds/min (load ${loadavg()[0]!.toFixed(1)})`);
+      console.log(
+        `${replicas} replica(s): ${BUILDS} builds of sleep ${SLEEP_S} in ${(minutes * 60).toFixed(1)} s = ${perMin.toFixed(1)} builds/min (load ${loadavg()[0]!.toFixed(1)})`,
+      );
       return perMin;
     } finally {
       await fleet.destroy();

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 /** The overlay an operator of a cluster without kube-proxy applies (see apps/worker/deploy/README.md). */
-export const OVERLAY = path.join(ROOT, 'apps/worker/deploy/host-network');
+const OVERLAY = path.join(ROOT, 'apps/worker/deploy/host-network');
 /** Where the static state volumes live on the node. */
 const STATE_ROOT = process.env.BERTH_FLEET_STATE_ROOT ?? '/var/lib/berth-fleet';
 /** The worker image's user (apps/worker/deploy/docker/Dockerfile). */
