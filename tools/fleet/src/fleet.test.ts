@@ -120,6 +120,35 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
     }
   });
 
+  it('3b. scale-in past the drain grace: the removed worker cancels what it holds, reports it with the reason, removes its pods and exits', async () => {
+    const route = `fleet-${randomUUID().slice(0, 8)}`;
+    const fleet = await Fleet.deploy({
+      kubeconfig: KUBECONFIG,
+      serverAddr: sim.url,
+      serverSecret: sim.secret,
+      route,
+      replicas: 2,
+      env: { BERTH_DRAIN_GRACE: '3s' },
+    });
+    try {
+      const ids = await enqueueSleepBuilds(sim, route, 4, 120, route);
+      await waitFor('berth-worker-1 to run builds', () => runningOn(sim, ids, fleet.workerId(1)).length > 0, 180_000);
+      const held = runningOn(sim, ids, fleet.workerId(1));
+      const heldPods = (await fleet.buildPods()).filter((p) => p.metadata.labels?.['berth.dev/worker'] === fleet.workerId(1)).map((p) => p.metadata.uid);
+      const t0 = Date.now();
+      await fleet.scale(1);
+      await waitFor('berth-worker-1 to exit', async () => (await fleet.workers()).length === 1, 120_000);
+      console.log(
+        `fleet scale-in past a 3 s drain grace: berth-worker-1 held ${held.length} builds and exited after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
+      for (const r of buildRecords(sim, held))
+        expect(r).toMatchObject({ status: 'canceled', claims: 1, finals: 1, error: expect.stringMatching(/shutting down/) as unknown });
+      await waitFor('its build pods to go', async () => !(await fleet.buildPods()).some((p) => heldPods.includes(p.metadata.uid)), 60_000);
+    } finally {
+      await fleet.destroy();
+    }
+  });
+
   it('4. a killed worker loses nothing: force-deleted mid-build, its builds get a final status with a reason, its pods go, the replica serves again', async () => {
     const route = `fleet-${randomUUID().slice(0, 8)}`;
     const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas: 2 });
