@@ -40,6 +40,11 @@ export interface FleetOptions {
   image?: string;
   /** The namespace prefix; a random suffix is added. Default `berth-fleet`. */
   namespacePrefix?: string;
+  /**
+   * The overlay's BERTH_API_PORT_BASE: replica N's API listens on the node at base + N. Default: a
+   * random base in 20000–59990, so that fleets in several namespaces of one node do not collide.
+   */
+  portBase?: number;
   /** Extra worker environment (VELA_BUILD_LIMIT, BERTH_DRAIN_GRACE, …). */
   env?: Record<string, string>;
 }
@@ -50,14 +55,11 @@ interface PodJson {
   status: { phase?: string; containerStatuses?: Array<{ ready: boolean; restartCount: number }> };
 }
 
-/** The worker's API port of replica `ordinal` (the overlay's BERTH_API_PORT_BASE plus the ordinal). */
-export function apiPort(ordinal: number): number {
-  return 18080 + ordinal;
-}
-
 /** A deployed fleet: one namespace of the real cluster, its StatefulSet and its state volumes. */
 export class Fleet {
   readonly namespace: string;
+  /** Replica N's API port on the node is `portBase + N`. */
+  readonly portBase: number;
   readonly #options: FleetOptions;
   readonly #dir: string;
   readonly #volumes: string[] = [];
@@ -65,6 +67,7 @@ export class Fleet {
   private constructor(options: FleetOptions) {
     this.#options = options;
     this.namespace = `${options.namespacePrefix ?? 'berth-fleet'}-${randomUUID().slice(0, 6)}`;
+    this.portBase = options.portBase ?? 20_000 + 10 * Math.floor(Math.random() * 4000);
     this.#dir = mkdtempSync(path.join(tmpdir(), 'berth-fleet-'));
   }
 
@@ -134,6 +137,7 @@ export class Fleet {
       VELA_SERVER_ADDR: o.serverAddr,
       VELA_QUEUE_ROUTES: o.route,
       BERTH_KUBERNETES_PAUSE_IMAGE: process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1',
+      BERTH_API_PORT_BASE: String(this.portBase),
       ...o.env,
     };
     // The operator's own kustomization: the repository's overlay plus this cluster's settings.
@@ -191,14 +195,7 @@ export class Fleet {
 
   /** GET `path` of a worker's API from inside its pod (`kubectl exec … wget`). */
   async fromPod(ordinal: number, apiPath: string): Promise<string> {
-    return this.k('exec', `berth-worker-${ordinal}`, '-c', 'worker', '--', 'wget', '-q', '-O', '-', `http://127.0.0.1:${apiPort(ordinal)}${apiPath}`);
-  }
-
-  /** GET `path` of a worker's API from the node (the pods share its network). */
-  async fromNode(ordinal: number, apiPath: string): Promise<string> {
-    const res = await fetch(`http://127.0.0.1:${apiPort(ordinal)}${apiPath}`);
-    if (!res.ok) throw new Error(`GET ${apiPath} of berth-worker-${ordinal}: ${res.status}`);
-    return res.text();
+    return this.k('exec', `berth-worker-${ordinal}`, '-c', 'worker', '--', 'wget', '-q', '-O', '-', `http://127.0.0.1:${this.portBase + ordinal}${apiPath}`);
   }
 
   /**

@@ -4,6 +4,6 @@
  *
  * @packageDocumentation
  */
-export { Fleet, apiPort, type FleetOptions } from './fleet.ts';
+export { Fleet, type FleetOptions } from './fleet.ts';
 export { buildRecords, enqueueSleepBuilds, isFinal, runningOn, watchFinals, type BuildRecord } from './builds.ts';
 export { pops, waitFor } from './wait.ts';
