@@ -12,7 +12,8 @@
 #   8. typecheck and lint of every package            (turbo)
 #   9. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
-#  10. every package's tests (the real-cluster lane among them), each writing a JSON report; the totals end the output:
+#  10. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the cluster
+#  11. every package's tests (the real-cluster and fleet lanes among them), each writing a JSON report; the totals end the output:
 #      `tests: N passed, N failed[, N skipped]`
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
@@ -68,6 +69,9 @@ pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_step
 
 step "build (compiled JavaScript for the berth command)"
 pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
+
+step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet)"
+bash tools/ship/image.sh || failed_steps+=("worker image: the fleet lane cannot run without it")
 
 step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"

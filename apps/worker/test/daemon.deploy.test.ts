@@ -99,6 +99,16 @@ describe('deploy/kubernetes', () => {
     // The id is the pod's stable name under the headless service.
     expect(c.env.find((e) => e.name === 'VELA_WORKER_ADDR')?.value).toContain('$(POD_NAME).berth-worker.');
   });
+
+  it('a PodDisruptionBudget evicts one worker at a time, and no preStop delays the drain SIGTERM starts', () => {
+    const set = deployment.find((d) => d.kind === 'StatefulSet')!;
+    const [pdb] = docs('pdb.yaml') as unknown as Array<{ kind: string; spec: { maxUnavailable: number; selector: unknown } }>;
+    expect(pdb?.kind).toBe('PodDisruptionBudget');
+    expect(pdb?.spec.maxUnavailable).toBe(1);
+    expect(pdb?.spec.selector).toEqual((set.spec as unknown as { selector: unknown }).selector);
+    expect((set.spec.template.spec.containers[0] as unknown as { lifecycle?: unknown }).lifecycle).toBeUndefined();
+    expect(readFileSync(path.join(DEPLOY, 'kubernetes/kustomization.yaml'), 'utf8')).toMatch(/- pdb\.yaml/);
+  });
 });
 
 describe('deploy/systemd', () => {
