@@ -92,6 +92,8 @@ install_debian() {
   command -v runc >/dev/null || want+=(runc)
   [ -x /usr/lib/cni/bridge ] || want+=(containernetworking-plugins)
   command -v openssl >/dev/null || want+=(openssl)
+  # The fleet lane (tools/fleet) reads KEDA's CRDs out of its Go module's zip.
+  command -v unzip >/dev/null || want+=(unzip)
   command -v kubectl >/dev/null || fail "kubectl is needed (Debian: the kubernetes-client package, or kubectl from the Kubernetes release)"
   [ ${#want[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail "missing: ${want[*]}; install them (Debian: apt-get install ${want[*]}) and run again"
