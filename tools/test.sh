@@ -79,12 +79,14 @@ rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
 pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
 test_status=$?
 
-# Restarting the apiserver takes the whole cluster's API away for seconds: that lane runs alone,
-# after every other one (its report joins the others in the summary).
+# Two real-cluster cases run alone, one after the other, after every other lane (their report joins
+# the others in the summary): twenty 50 MiB logs through the one kubelet (log rotation), and the
+# apiserver restarted mid-build, which takes the whole cluster's API away for seconds.
 if [ $# -eq 0 ] && [ -n "${BERTH_REAL_KUBECONFIG:-}" ]; then
-  step "real Kubernetes cluster: the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-  (cd packages/runtime-kubernetes && BERTH_APISERVER_RESTARTS=1 pnpm exec vitest run test/apiserver-restart-real.test.ts \
-    --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.apiserver-restarts.json") || test_status=1
+  step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+  (cd packages/runtime-kubernetes && BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+    test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts \
+    --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.alone.json") || test_status=1
 fi
 
 if $cluster_started; then

@@ -5,7 +5,7 @@
 // exit code too, and no pod is left.
 //
 // It takes the whole cluster's API away for seconds, so it runs only when asked
-// (BERTH_APISERVER_RESTARTS=1): the test command runs this file alone, after every other lane.
+// (BERTH_REAL_CLUSTER_ALONE=1): the test command runs this file alone, after every other lane.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -20,10 +20,10 @@ const run = promisify(execFile);
 const CLUSTER_SH = path.resolve(import.meta.dirname, '../../../tools/kube-cluster/cluster.sh');
 const LINES = 60;
 const cluster = realCluster();
-const asked = process.env.BERTH_APISERVER_RESTARTS === '1';
+const asked = process.env.BERTH_REAL_CLUSTER_ALONE === '1';
 const skip =
   cluster.skip ??
-  (asked ? undefined : "it restarts the whole cluster's API: set BERTH_APISERVER_RESTARTS=1 (the test command runs it alone, after the other lanes)");
+  (asked ? undefined : "it restarts the whole cluster's API: set BERTH_REAL_CLUSTER_ALONE=1 (the test command runs it alone, after the other lanes)");
 
 let runtime: KubernetesRuntime | undefined;
 const workerId = `restart-${Math.random().toString(16).slice(2, 10)}`;
