@@ -9,39 +9,25 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { background, withTimeout } from '@berth/context';
 import { realCluster } from '@berth/kube-cluster';
 import { conformanceBuild, conformanceStep, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
-import { createKubernetesRuntime, type KubernetesRuntime } from '../src/index.ts';
-import { BUSYBOX, TEST_OPTIONS } from './helpers.ts';
+import { aloneSkip, BUSYBOX, useRealRuntime } from './helpers.ts';
 
 const run = promisify(execFile);
 const CLUSTER_SH = path.resolve(import.meta.dirname, '../../../tools/kube-cluster/cluster.sh');
 const LINES = 60;
 const cluster = realCluster();
-const asked = process.env.BERTH_REAL_CLUSTER_ALONE === '1';
-const skip =
-  cluster.skip ??
-  (asked ? undefined : "it restarts the whole cluster's API: set BERTH_REAL_CLUSTER_ALONE=1 (the test command runs it alone, after the other lanes)");
-
-let runtime: KubernetesRuntime | undefined;
-const workerId = `restart-${Math.random().toString(16).slice(2, 10)}`;
-beforeAll(async () => {
-  if (skip !== undefined || cluster.kubeconfig === undefined) return;
-  runtime = await createKubernetesRuntime(background(), { workerId }, { ...TEST_OPTIONS, kubeconfig: cluster.kubeconfig });
-}, 60_000);
-afterAll(async () => {
-  await runtime?.reap(background(), workerId).catch(() => undefined);
-  await runtime?.close();
-});
+const skip = aloneSkip(cluster.skip, "it restarts the whole cluster's API");
+const runtimeOf = useRealRuntime(skip === undefined ? cluster.kubeconfig : undefined, 'restart');
 
 describe.each(['TERM', 'KILL'])("the real cluster's apiserver stopped with SIG%s mid-step and started again", (signal) => {
   it.skipIf(skip !== undefined)(
     `loses and repeats no log line, reports the exit code, and leaves no pod${skip === undefined ? '' : ` [skipped: ${skip}]`}`,
     { timeout: 240_000 },
     async () => {
-      const rt = runtime!;
+      const rt = runtimeOf();
       const [ctx, cancel] = withTimeout(background(), 220_000);
       const build = conformanceBuild();
       const step = conformanceStep(build, 'counter', 1, {
@@ -73,7 +59,7 @@ describe.each(['TERM', 'KILL'])("the real cluster's apiserver stopped with SIG%s
         await teardownBuild(ctx, rt, build).catch(() => undefined);
         cancel();
       }
-      expect((await rt.reap(background(), workerId)).pods).toEqual([]);
+      expect((await rt.reap(background(), rt.config.workerId)).pods).toEqual([]);
     },
   );
 });

@@ -113,3 +113,36 @@ export async function privilegedUnsupported(): Promise<string | undefined> {
     });
   });
 }
+
+/**
+ * Why a real-cluster case that runs alone, after the other lanes, is skipped now (`what` says what
+ * it would disturb), or undefined when it runs: the test command sets BERTH_REAL_CLUSTER_ALONE=1 for it.
+ */
+export function aloneSkip(clusterSkip: string | undefined, what: string): string | undefined {
+  if (clusterSkip !== undefined) return clusterSkip;
+  return process.env.BERTH_REAL_CLUSTER_ALONE === '1'
+    ? undefined
+    : `${what}: set BERTH_REAL_CLUSTER_ALONE=1 (the test command runs it alone, after the other lanes)`;
+}
+
+/**
+ * One runtime on the real cluster for the test file, with a worker id starting `prefix`: created
+ * before all tests unless `kubeconfig` is undefined (the file's cases are skipped), reaped and
+ * closed after all.
+ */
+export function useRealRuntime(kubeconfig: string | undefined, prefix: string): () => KubernetesRuntime {
+  let runtime: KubernetesRuntime | undefined;
+  const workerId = `${prefix}-${Math.random().toString(16).slice(2, 10)}`;
+  beforeAll(async () => {
+    if (kubeconfig === undefined) return;
+    runtime = await createKubernetesRuntime(background(), { workerId }, { ...TEST_OPTIONS, kubeconfig });
+  }, 60_000);
+  afterAll(async () => {
+    await runtime?.reap(background(), workerId).catch(() => undefined);
+    await runtime?.close();
+  });
+  return () => {
+    if (runtime === undefined) throw new Error('the real-cluster runtime was not created: use it inside a test that is not skipped');
+    return runtime;
+  };
+}

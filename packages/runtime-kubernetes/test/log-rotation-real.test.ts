@@ -18,13 +18,13 @@
 // A run short by part of a line still happens about once in ten: see the bound below.
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { background, withTimeout } from '@berth/context';
 import { realCluster } from '@berth/kube-cluster';
 import { conformanceBuild, conformanceStep, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
-import { createKubernetesRuntime, type KubernetesRuntime } from '../src/index.ts';
+import type { KubernetesRuntime } from '../src/index.ts';
 import { podNameOf } from '../src/pod-spec.ts';
-import { BUSYBOX, TEST_OPTIONS } from './helpers.ts';
+import { aloneSkip, BUSYBOX, useRealRuntime } from './helpers.ts';
 
 const RUNS = Number(process.env.ROTATION_RUNS ?? 20);
 const BYTES = 50 * 1024 * 1024;
@@ -34,11 +34,7 @@ const LINE_LOSS_LIMIT = 4096;
 const cluster = realCluster();
 // Twenty 50 MiB logs saturate the one kubelet's log serving: this file runs alone, after the other
 // lanes (the test command sets BERTH_REAL_CLUSTER_ALONE=1 for it), so that neither disturbs the other.
-const skip =
-  cluster.skip ??
-  (process.env.BERTH_REAL_CLUSTER_ALONE === '1'
-    ? undefined
-    : 'it runs alone on the real cluster: set BERTH_REAL_CLUSTER_ALONE=1 (the test command does, after the other lanes)');
+const skip = aloneSkip(cluster.skip, 'it runs alone on the real cluster');
 
 /** sha256 of what the step writes: PATTERN lines, cut at BYTES (the last line has no newline). */
 function expectedDigest(): string {
@@ -54,16 +50,7 @@ function expectedDigest(): string {
   return hash.digest('hex');
 }
 
-let runtime: KubernetesRuntime | undefined;
-const workerId = `rotation-${Math.random().toString(16).slice(2, 10)}`;
-beforeAll(async () => {
-  if (skip !== undefined || cluster.kubeconfig === undefined) return;
-  runtime = await createKubernetesRuntime(background(), { workerId }, { ...TEST_OPTIONS, kubeconfig: cluster.kubeconfig });
-}, 60_000);
-afterAll(async () => {
-  await runtime?.reap(background(), workerId).catch(() => undefined);
-  await runtime?.close();
-});
+const runtimeOf = useRealRuntime(skip === undefined ? cluster.kubeconfig : undefined, 'rotation');
 
 /** The kubelet's pod log directory (podLogsDir, /var/log/pods): `<namespace>_<pod>_<uid>/<container>/0.log[.<time>[.gz]]`. */
 const POD_LOGS = '/var/log/pods';
@@ -109,7 +96,7 @@ it.skipIf(skip !== undefined)(
   `${RUNS} runs of a 50 MiB log with the kubelet's default rotation: no line cut at a rotation, on the real cluster${skip === undefined ? '' : ` [skipped: ${skip}]`}`,
   { timeout: RUNS * 60_000 },
   async () => {
-    const rt = runtime!;
+    const rt = runtimeOf();
     const want = expectedDigest();
     const short: string[] = [];
     const kubeletSkips: string[] = [];
