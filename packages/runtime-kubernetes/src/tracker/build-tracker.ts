@@ -118,11 +118,6 @@ export class BuildTracker {
     this.#events.use(source);
   }
 
-  /** Event lists run so far. */
-  get eventLists(): number {
-    return this.#events.lists;
-  }
-
   /** Marks the pod as being created now and starts the pending timeout. */
   markCreating(now = Date.now()): void {
     this.createdAt = now;

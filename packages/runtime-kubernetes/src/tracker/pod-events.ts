@@ -23,8 +23,6 @@ export class PodEventLister {
   #running: Promise<void> | undefined;
   #again = false;
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** Lists run (for tests and the benchmark). */
-  lists = 0;
 
   constructor(feed: (event: CoreV1Event) => void) {
     this.#feed = feed;
@@ -85,7 +83,6 @@ export class PodEventLister {
       this.#again = false;
       const source = this.#source;
       if (source === undefined) return;
-      this.lists++;
       const events = await source().catch(() => [] as readonly CoreV1Event[]);
       // A list comes in key (name) order; notices should come in the order things happened.
       for (const event of events.toSorted((a, b) => firstSeen(a) - firstSeen(b))) this.#feed(event);
