@@ -105,7 +105,7 @@ export class PodTracker {
       this.#perBuild.set(build, [pods, events]);
       pods.start();
       events.start();
-    } else {
+    } else if (this.options.strategy === 'worker') {
       build.useEventSource(() => this.#listEvents(build.podName));
     }
   }
