@@ -1,6 +1,6 @@
 /**
  * @berth/runtime-kubernetes — Berth's runtime plugin for Kubernetes: one pod per build, one pod
- * watch and one events watch per worker.
+ * watch per worker, and a build pod's events listed by its name when they are needed.
  *
  * @packageDocumentation
  */
@@ -36,8 +36,8 @@ const VERSION = (createRequire(import.meta.url)('../package.json') as { version:
 
 /**
  * The Kubernetes runtime plugin: `kubernetesRuntime(options)` returns the descriptor the worker
- * registers (name `kubernetes`). `create()` connects, starts the worker's pod and events watches and
- * waits for their first list.
+ * registers (name `kubernetes`). `create()` connects, starts the worker's pod watch and waits for its
+ * first list.
  *
  * Gotcha: one runtime serves every build of one worker; create one per worker id, and `close()` it
  * after the builds were removed. The default pause image is Vela's `kubernetes/pause:latest`, which

@@ -31,7 +31,7 @@ export interface KubernetesRuntimeOptions {
   /** How long the build's pod may stay `Pending` before the build fails. Default 300 000 (5 minutes). */
   pendingTimeoutMs?: number;
   /**
-   * A pod or events watch that delivered nothing (not even a bookmark) for this long is restarted.
+   * A pod watch that delivered nothing (not even a bookmark) for this long is restarted.
    * Default 120 000. client-node's inactivity timer ({@link watchInactivityTimeoutMs}) reconnects an
    * idle stream first; this catches what it cannot (a list or reconnect that never returns).
    */
@@ -56,7 +56,7 @@ export interface KubernetesRuntimeOptions {
   requestTimeoutMs?: number;
   /**
    * Internal, for the benchmark in tools/bench only: how pods are tracked. `worker` (default): one pod
-   * watch and one events watch per worker. `build`: one informer per build (Vela's design).
+   * watch per worker, pod events listed by pod name. `build`: one informer per build (Vela's design).
    * `container`: one pod watch per running container (the design the seed replaced).
    * @internal
    */

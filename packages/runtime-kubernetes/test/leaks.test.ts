@@ -70,7 +70,7 @@ it('a build leaves no timer, socket or stream of its own behind', async () => {
       settleMs: 1_000,
       // A TLS socket's TLSWRAP is reported destroyed only when garbage-collected; its TCPWRAP (checked) closes with it.
       ignore: ['TLSWRAP'],
-      // Worker-scoped, not the build's: the worker's pod and events watches reconnect on their own
+      // Worker-scoped, not the build's: the worker's pod watch reconnects on their own
       // schedule, and API calls share one keep-alive pool (undici) that lives as long as the runtime.
       ignoreStacks: [/tracker[\\/]informer\.ts/, /client-node[\\/]dist[\\/](watch|cache)\.js/, /undici[\\/]lib/],
     },

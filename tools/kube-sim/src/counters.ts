@@ -1,5 +1,6 @@
 // Exact request accounting: every API request is counted once, when it is routed, by verb,
-// resource and subresource; watches open now and at most; log bytes written to clients.
+// resource and subresource; watches open now and at most; log bytes written to clients; response
+// bytes and watch events sent, to compare how traffic grows with the number of workers.
 
 /** Kubernetes request verbs as the API server names them. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -18,6 +19,10 @@ export interface CountersSnapshot {
   faultsInjected: Record<string, number>;
   watches: { open: number; maxOpen: number; opened: number };
   logs: { streams: number; bytes: number };
+  /** Response bytes written to clients (headers excluded), by verb and resource: `{ 'watch events': 51234 }`. */
+  bytesByVerbResource: Record<string, number>;
+  /** Watch events sent (ADDED, MODIFIED, DELETED; not BOOKMARK or ERROR), by resource: `{ events: 120 }`. */
+  watchEventsByResource: Record<string, number>;
 }
 
 /** The live counters of one kube-sim. */
@@ -32,6 +37,8 @@ export class Counters {
   #watchesOpened = 0;
   #logStreams = 0;
   #logBytes = 0;
+  #bytes = new Map<string, number>();
+  #watchEvents = new Map<string, number>();
 
   /** Counts one API request. `resource` is e.g. `pods` or `discovery`. */
   request(verb: Verb, resource: string, subresource?: string): void {
@@ -70,6 +77,16 @@ export class Counters {
     this.#logBytes += n;
   }
 
+  /** `n` response bytes written for a `verb` request of `resource` (subresource joined with `/`). */
+  bytesSent(verb: Verb, resource: string, n: number): void {
+    bump(this.#bytes, `${verb} ${resource}`, n);
+  }
+
+  /** One watch event (not a bookmark) sent on a watch of `resource`. */
+  watchEventSent(resource: string): void {
+    bump(this.#watchEvents, resource);
+  }
+
   /** A copy of the counters now. */
   snapshot(): CountersSnapshot {
     return {
@@ -80,6 +97,8 @@ export class Counters {
       faultsInjected: Object.fromEntries(this.#faults),
       watches: { open: this.#openWatches, maxOpen: this.#maxOpenWatches, opened: this.#watchesOpened },
       logs: { streams: this.#logStreams, bytes: this.#logBytes },
+      bytesByVerbResource: Object.fromEntries(this.#bytes),
+      watchEventsByResource: Object.fromEntries(this.#watchEvents),
     };
   }
 
@@ -94,9 +113,11 @@ export class Counters {
     this.#watchesOpened = 0;
     this.#logStreams = 0;
     this.#logBytes = 0;
+    this.#bytes.clear();
+    this.#watchEvents.clear();
   }
 }
 
-function bump(map: Map<string, number>, key: string): void {
-  map.set(key, (map.get(key) ?? 0) + 1);
+function bump(map: Map<string, number>, key: string, n = 1): void {
+  map.set(key, (map.get(key) ?? 0) + n);
 }

@@ -91,6 +91,7 @@ export function createApiServer(tls: TlsMaterial, deps: ServerDeps): Server {
       }
       deps.counters.request(r.verb, r.resource, r.subresource);
       const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+      countBytes(res, (n) => deps.counters.bytesSent(r.verb, resource, n));
       if (deps.faults.isForbidden(r.verb, resource, r.namespace)) throw forbidden(deps.user, r.verb, r.resource, r.subresource, r.namespace, r.name);
       const code = deps.faults.takeFailure(r.verb);
       if (code) {
@@ -105,4 +106,19 @@ export function createApiServer(tls: TlsMaterial, deps: ServerDeps): Server {
     }
   };
   return server;
+}
+
+/** Calls `count` with the size of every body chunk `res` writes (strings as UTF-8). */
+function countBytes(res: ServerResponse, count: (n: number) => void): void {
+  const size = (chunk: unknown): number => (typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.byteLength : 0);
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    count(size(chunk));
+    return write(chunk, ...rest);
+  }) as ServerResponse['write'];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk !== 'function') count(size(chunk));
+    return end(chunk, ...rest);
+  }) as ServerResponse['end'];
 }

@@ -47,6 +47,17 @@ describe('event spam filter (events_cache.go EventSourceObjectSpamFilter, defaul
     for (let i = 0; i < 40; i++) recorder.record(pod, { type: 'Normal', reason: `R${i}`, message: `m${i}` });
     expect(store.list('events', { labels: [], fields: [] }).items).toHaveLength(40);
   });
+
+  it('names events <object>.<Unix nanoseconds in hex> (client-go tools/record/event.go, makeEvent): a list returns them in the order they were made', () => {
+    const { recorder, pod, events, advance } = fixture();
+    // Two in the same millisecond, then 10 ms later: still in order.
+    for (const reason of ['Pulling', 'Pulled']) recorder.record(pod, { type: 'Normal', reason, message: reason });
+    advance(10);
+    recorder.record(pod, { type: 'Normal', reason: 'Created', message: 'Created' });
+    const listed = events();
+    expect(listed.map((e) => e.reason)).toEqual(['Pulling', 'Pulled', 'Created']);
+    expect(listed[0]?.metadata.name).toBe(`p.${(BigInt(Date.parse('2026-12-03T08:00:00Z')) * 1_000_000n).toString(16)}`);
+  });
 });
 
 describe('event aggregation and deduplication (events_cache.go EventAggregator.EventAggregate, eventLogger.eventObserve)', () => {

@@ -186,6 +186,29 @@ describe('counters', () => {
     const wire = await call(t.sim, 'GET', '/_sim/counters');
     expect(wire.body.byVerbResource).toEqual(s.byVerbResource);
   });
+
+  it('counts response bytes by verb and resource, and watch events sent (bookmarks not) by resource', async () => {
+    t.sim.counters.reset();
+    const name = 'bytes-counted';
+    const events = `/api/v1/namespaces/${ns}/events`;
+    const w = openWatch(t.sim, `${events}?watch=true&allowWatchBookmarks=true&fieldSelector=involvedObject.name%3D${name}`);
+    await w.status;
+    const post = (i: number, about: string) =>
+      call(t.sim, 'POST', events, {
+        body: { metadata: { name: `${about}.${i}` }, involvedObject: { kind: 'Pod', name: about, namespace: ns }, reason: 'Custom', message: `m${i}` },
+      });
+    await post(1, name);
+    await post(2, 'someone-else');
+    await waitFor('one event on the watch', () => w.events.length >= 1);
+    const list = await call(t.sim, 'GET', `${events}?fieldSelector=involvedObject.name%3D${name}`);
+    w.close();
+    const s = snap();
+    // Only the event about `name` passed the watch's field selector.
+    expect(s.watchEventsByResource).toEqual({ events: 1 });
+    expect(s.bytesByVerbResource['list events']).toBe(Buffer.byteLength(JSON.stringify(list.body)));
+    expect(s.bytesByVerbResource['watch events']).toBe(Buffer.byteLength(`${JSON.stringify(w.events[0])}\n`));
+    expect(s.bytesByVerbResource['create events']).toBeGreaterThan(0);
+  });
 });
 
 describe('close', () => {

@@ -378,3 +378,53 @@ describe('BuildTracker', () => {
     ]);
   });
 });
+
+describe("the pod's events, listed when the build needs them (no events watch: issue 25 item 7)", () => {
+  it('lists them when a step starts and when it waits for a failing reason, not on every pod update', async () => {
+    const events: RuntimeEvent[] = [];
+    const t = tracker({ events });
+    const listed: CoreV1Event[] = [];
+    let lists = 0;
+    t.useEventSource(() => {
+      lists++;
+      return Promise.resolve([...listed]);
+    });
+    const a = t.addContainer('step_a', 'a');
+    const b = t.addContainer('step_b', 'b');
+    t.markCreated('u1');
+    t.observePod(pod([status('a', PAUSE, pauseRunning), status('b', PAUSE, pauseRunning)]));
+    await sleep(10);
+    expect(lists, 'pause containers running: nothing to explain').toBe(0);
+    a.markRequested(STEP);
+    listed.push(event('e1', 'Pulled', 'Successfully pulled image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
+    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1), status('b', PAUSE, pauseRunning)]));
+    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1), status('b', PAUSE, pauseRunning)]));
+    await sleep(10);
+    expect(lists, 'one list when step a started').toBe(1);
+    expect(events.map((e) => (e.type === 'notice' ? e.reason : ''))).toEqual(['Pulled']);
+    b.markRequested('berth/missing:1');
+    listed.push(event('e2', 'Failed', 'Failed to pull image "berth/missing:1": not found', 'spec.containers{b}', 'Warning'));
+    const waiting = { waiting: { reason: 'ErrImagePull', message: 'not found' } };
+    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', 'berth/missing:1', waiting, 1)]));
+    await sleep(10);
+    expect(lists, 'one more when step b waits for ErrImagePull').toBe(2);
+    expect(b.eventMessage).toBe('Failed to pull image "berth/missing:1": not found');
+  });
+
+  it('lists them before saying why a pod stayed Pending', async () => {
+    const t = tracker({ pendingTimeoutMs: 50 });
+    const c = t.addContainer('step_a', 'a');
+    t.useEventSource(() =>
+      Promise.resolve([
+        {
+          ...event('w1', 'FailedScheduling', '0/1 nodes are available: 1 Insufficient cpu.', undefined, 'Warning'),
+          involvedObject: { kind: 'Pod', name: 'pod', uid: 'u1' },
+        },
+      ]),
+    );
+    t.markCreating();
+    t.observePod({ metadata: { name: 'pod', uid: 'u1' }, status: { phase: 'Pending' } });
+    await sleep(200);
+    expect(c.failure?.message).toContain('last warning FailedScheduling: 0/1 nodes are available: 1 Insufficient cpu.');
+  });
+});

@@ -1,14 +1,19 @@
 /**
- * The state of one build's pod: its uid, phase and containers, fed by the worker's pod and event
- * watches, with the pending timeout and the pod's disappearance.
+ * The state of one build's pod: its uid, phase and containers, fed by the worker's pod watch and
+ * the pod's events (listed when a step starts or waits, or the pod needs explaining), with the
+ * pending timeout and the pod's disappearance.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { Context } from '@berth/context';
 import type { RuntimeEvent } from '@berth/runtime';
 import { waitUntil } from './wait-until.ts';
 import type { Where } from '../errors.ts';
-import { isPullEvent } from '../pull-failures.ts';
-import { ContainerTracker } from './container-tracker.ts';
+import { isPullEvent, WAITING_REASONS } from '../pull-failures.ts';
+import { ContainerTracker, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
+import { PodEventLister, type PodEventSource } from './pod-events.ts';
+
+/** How long the pending timeout waits for the pod's events before saying why the pod stayed Pending. */
+const PENDING_EVENTS_BOUND_MS = 5_000;
 
 /** Settings of a {@link BuildTracker}. */
 export interface BuildTrackerOptions {
@@ -75,6 +80,10 @@ export class BuildTracker {
   readonly #seenEvents = new Set<string>();
   readonly #goneListeners = new Set<() => void>();
   #lastWarning: string | undefined;
+  readonly #events = new PodEventLister((event) => this.observeEvent(event));
+  /** Per container, what its last events list was for (see #listEventsIfNeeded). */
+  readonly #listedFor = new Map<ContainerTracker, string>();
+  #listedEnd = false;
 
   constructor(options: BuildTrackerOptions) {
     this.options = options;
@@ -99,6 +108,14 @@ export class BuildTracker {
   /** Every container tracker. */
   containers(): ContainerTracker[] {
     return [...this.#byId.values()];
+  }
+
+  /**
+   * Sets where the pod's events are listed from (the PodTracker's list by pod name), or none (a watch
+   * feeds {@link observeEvent}, or nothing does).
+   */
+  useEventSource(source: PodEventSource | undefined): void {
+    this.#events.use(source);
   }
 
   /** Marks the pod as being created now and starts the pending timeout. */
@@ -131,6 +148,32 @@ export class BuildTracker {
       const why = [status.reason, status.message].filter(Boolean).join(': ');
       this.#failUnfinished(`pod ${this.podName} ${phase === 'Failed' ? 'failed' : 'ended'}${why ? ` (${why})` : ''}`);
     }
+    this.#listEventsIfNeeded(phase);
+  }
+
+  /**
+   * Lists the pod's events when a container's step started (the kubelet's Scheduled, Pulling, Pulled,
+   * Created and Started notices come before its output), when it waits for a reason that fails steps
+   * (the kubelet's Failed event has the whole pull error), when its start failed (the event is all
+   * that says why: again before the settle ends), and once when the pod ended. Events the kubelet
+   * records after the last list are not reported.
+   */
+  #listEventsIfNeeded(phase: string | undefined): void {
+    let needed = false;
+    for (const container of this.#byId.values()) {
+      const reason = container.waiting?.reason;
+      const failing = reason !== undefined && WAITING_REASONS[reason] !== undefined ? reason : '';
+      const key = `${container.started ? 'started' : ''}/${failing}/${container.settling ? 'settling' : ''}`;
+      if ((this.#listedFor.get(container) ?? '//') === key) continue;
+      this.#listedFor.set(container, key);
+      needed = true;
+      if (container.settling) this.#events.refreshLater(START_FAILURE_SETTLE_MS / 2);
+    }
+    if ((phase === 'Failed' || phase === 'Succeeded') && !this.#listedEnd) {
+      this.#listedEnd = true;
+      needed = true;
+    }
+    if (needed) void this.#events.refresh();
   }
 
   /** Feeds a pod deletion. */
@@ -185,6 +228,7 @@ export class BuildTracker {
   /** Clears every timer of the build and its containers. */
   dispose(): void {
     this.#clearPendingTimer();
+    this.#events.dispose();
     for (const container of this.#byId.values()) container.dispose();
   }
 
@@ -203,11 +247,23 @@ export class BuildTracker {
 
   #startPendingTimer(): void {
     this.#clearPendingTimer();
-    this.#pendingTimer = setTimeout(() => {
-      this.#pendingTimer = undefined;
-      if (this.gone || (this.pod?.status?.phase !== undefined && this.pod.status.phase !== 'Pending') || (this.pod && sandboxReady(this.pod))) return;
-      this.#failUnfinished(`pod ${this.podName} stayed Pending for ${Math.round(this.options.pendingTimeoutMs / 1000)} s${this.#pendingDiagnosis()}`);
+    const stillPending = (): boolean =>
+      !this.gone && (this.pod?.status?.phase === undefined || this.pod.status.phase === 'Pending') && !(this.pod && sandboxReady(this.pod));
+    const timer: NodeJS.Timeout = setTimeout(() => {
+      if (!stillPending()) {
+        this.#pendingTimer = undefined;
+        return;
+      }
+      // The scheduler's and the kubelet's warnings (FailedScheduling, FailedMount, …) say why.
+      void this.#events.refresh(PENDING_EVENTS_BOUND_MS).then(() => {
+        // Cleared or restarted meanwhile (the pod left Pending, was deleted, or is created again).
+        if (this.#pendingTimer !== timer) return;
+        this.#pendingTimer = undefined;
+        if (!stillPending()) return;
+        this.#failUnfinished(`pod ${this.podName} stayed Pending for ${Math.round(this.options.pendingTimeoutMs / 1000)} s${this.#pendingDiagnosis()}`);
+      });
     }, this.options.pendingTimeoutMs);
+    this.#pendingTimer = timer;
   }
 
   #clearPendingTimer(): void {

@@ -105,6 +105,14 @@ export class ContainerTracker {
     return this.#phase === 'running' || this.#phase === 'exited';
   }
 
+  /**
+   * True while a start failure waits for the kubelet's event that says why ({@link START_FAILURE_SETTLE_MS}):
+   * the build tracker lists the pod's events meanwhile.
+   */
+  get settling(): boolean {
+    return this.#settleTimer !== undefined;
+  }
+
   /** True once exited or failed. */
   get finished(): boolean {
     return this.#phase === 'exited' || this.#phase === 'failed';
@@ -288,8 +296,8 @@ export class ContainerTracker {
   #startFailed(status: V1ContainerStatus): void {
     this.#startFailure ??= { exitCode: status.state?.terminated?.exitCode ?? 0, restartCount: status.restartCount ?? 0 };
     if (this.eventMessage !== undefined) return this.#failStart();
-    // The kubelet's Warning event usually comes with it (the events watch is separate): wait a moment
-    // for its message, not for a retry that never comes. Its spam filter may have dropped it.
+    // The kubelet's Warning event usually comes with it (events are listed apart from the pod): wait a
+    // moment for its message, not for a retry that never comes. Its spam filter may have dropped it.
     if (this.#settleTimer !== undefined) return;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;

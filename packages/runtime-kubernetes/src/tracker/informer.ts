@@ -41,8 +41,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** Sets the shared dispatcher on watch requests (undefined: client-node's per-request one). */
   configureRequest?: (context: RequestContext) => void;
   /**
-   * `false`: hand every object to the handlers and cache none (the events informer: Berth reads
-   * events once and never looks them up, and a shared namespace holds events of every pod in it).
+   * `false`: hand every object to the handlers and cache none (the `build` strategy's events
+   * informers: events are read once and never looked up).
    * Deletions and relist diffs are then not reported. Default true.
    */
   cache?: boolean;

@@ -1,6 +1,7 @@
 /**
- * The worker's view of its pods: ONE label-scoped pod watch and ONE events watch per worker
- * (whatever the number of builds and steps), dispatching to a {@link BuildTracker} per build.
+ * The worker's view of its pods: ONE label-scoped pod watch per worker (whatever the number of
+ * builds and steps), dispatching to a {@link BuildTracker} per build, and lists of one pod's events
+ * when its build tracker asks.
  */
 import type { CoreV1Event, RequestContext, V1Pod } from '@kubernetes/client-node';
 import { LABELS, labelValue } from '@berth/runtime';
@@ -24,13 +25,16 @@ export interface PodTrackerOptions {
 }
 
 /**
- * Dispatches pod and event updates to the build trackers registered with {@link PodTracker.attach}.
+ * Dispatches pod updates and events to the build trackers registered with {@link PodTracker.attach}.
  *
  * With the `worker` strategy (the default and the only one meant for use), one pod informer selects
- * `berth.dev/worker=<worker>` and one event informer selects `involvedObject.kind=Pod` in the
- * namespace; both run from {@link PodTracker.start} to {@link PodTracker.stop}. The `build` strategy
- * runs one pair per build (Vela's design) and `container` one pod watch per running container (the
- * design before Vela's informers); the benchmark compares them.
+ * `berth.dev/worker=<worker>` from {@link PodTracker.start} to {@link PodTracker.stop}, and a build's
+ * pod events are listed by `involvedObject.name` when its tracker needs them. There is no events
+ * watch: events carry no labels to select a worker's pods by, so a namespace-wide one would carry
+ * every worker's events to every worker (W × E in a namespace shared by W workers, issue 25 item 7).
+ * The `build` strategy runs one pods and events informer pair per build (Vela's design) and
+ * `container` one pod watch per running container (the design before Vela's informers); the
+ * benchmark compares them.
  */
 export class PodTracker {
   readonly api: KubeApi;
@@ -40,8 +44,9 @@ export class PodTracker {
   readonly #perBuild = new Map<BuildTracker, Informer<V1Pod | CoreV1Event>[]>();
   readonly #perContainer = new Map<ContainerTracker, { informer: Informer<V1Pod>; unsubscribe: () => void }>();
   #pods: Informer<V1Pod> | undefined;
-  #events: Informer<CoreV1Event> | undefined;
   #started = false;
+  /** Lists of pod events issued, and the events they returned (the benchmark reads them). */
+  readonly eventLists = { lists: 0, events: 0 };
   /** Stats of informers that were stopped (the benchmark sums them). */
   readonly retired: InformerStats = { lists: 0, watches: 0, restarts: 0, events: 0, bookmarks: 0 };
 
@@ -61,12 +66,10 @@ export class PodTracker {
       this.#started = true;
       if (this.options.strategy === 'worker') {
         this.#pods = this.#podInformer('pods', this.workerSelector, undefined, () => [...this.#builds.values()]);
-        this.#events = this.#eventInformer('events', 'involvedObject.kind=Pod');
         this.#pods.start();
-        this.#events.start();
       }
     }
-    const waits = [this.#pods?.waitForSync(true), this.#events?.waitForSync(true)].filter((p): p is Promise<void> => p !== undefined);
+    const waits = [this.#pods?.waitForSync(true)].filter((p): p is Promise<void> => p !== undefined);
     if (waits.length === 0) return;
     const aborted = new Promise<never>((_, reject) => {
       const fail = (): void => reject(signal?.reason instanceof Error ? signal.reason : new Error(String(signal?.reason)));
@@ -85,7 +88,6 @@ export class PodTracker {
     for (const { unsubscribe } of this.#perContainer.values()) unsubscribe();
     this.#perContainer.clear();
     this.#pods = undefined;
-    this.#events = undefined;
   }
 
   /** Registers a build's tracker: from now on its pod's updates reach it. */
@@ -103,12 +105,15 @@ export class PodTracker {
       this.#perBuild.set(build, [pods, events]);
       pods.start();
       events.start();
+    } else if (this.options.strategy === 'worker') {
+      build.useEventSource(() => this.#listEvents(build.podName));
     }
   }
 
   /** Unregisters a build's tracker and stops what was started for it. */
   detach(build: BuildTracker): void {
     if (this.#builds.get(build.podName) === build) this.#builds.delete(build.podName);
+    build.useEventSource(undefined);
     for (const informer of this.#perBuild.get(build) ?? []) this.#retire(informer);
     this.#perBuild.delete(build);
     for (const container of build.containers()) this.containerDone(container);
@@ -192,6 +197,24 @@ export class PodTracker {
     );
     this.#informers.add(informer);
     return informer;
+  }
+
+  /** Lists the events of pod `podName` (the selector needs no watch, and no per-build state on the server). */
+  async #listEvents(podName: string): Promise<readonly CoreV1Event[]> {
+    const { api } = this;
+    this.eventLists.lists++;
+    try {
+      const list = await api.core.listNamespacedEvent(
+        { namespace: api.namespace, fieldSelector: `involvedObject.kind=Pod,involvedObject.name=${podName}` },
+        api.requestOptions(AbortSignal.timeout(api.requestTimeoutMs)),
+      );
+      const items = (list.items ?? []).map((event) => trimEvent(event));
+      this.eventLists.events += items.length;
+      return items;
+    } catch (error) {
+      this.options.onError?.(`events of ${podName}`, error);
+      return [];
+    }
   }
 
   #eventInformer(name: string, fieldSelector: string): Informer<CoreV1Event> {

@@ -10,7 +10,6 @@
 // A pod with ~8 containers (Pulled, Created, Started, Killing, again after an image patch) runs
 // out of tokens: later events about it — pull failures included — never reach the API.
 
-import { randomBytes } from 'node:crypto';
 import { type Store } from '../store.ts';
 import { nowSeconds, type CoreEvent, type Pod } from '../types.ts';
 
@@ -64,6 +63,7 @@ export class EventRecorder {
   readonly #aggregates = new Map<string, { messages: Set<string>; last: number }>();
   readonly #observed = new Map<string, Observed>();
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  #lastNanos = 0n;
 
   /** `spam: null` turns the spam filter off (lenient); `now` is for tests. */
   constructor(store: Store, node: string, spam: EventSpamFilter | null = defaultSpamFilter, now: () => number = Date.now) {
@@ -71,6 +71,18 @@ export class EventRecorder {
     this.#node = node;
     this.#spam = spam;
     this.#now = now;
+  }
+
+  /**
+   * The name suffix client-go gives a new event: the time in Unix nanoseconds, in hex
+   * (tools/record/event.go, makeEvent: `fmt.Sprintf("%v.%x", ref.Name, t.UnixNano())`), so a list
+   * (in key order) returns one object's events in the order they were made. Strictly increasing
+   * here, where two events can share a millisecond.
+   */
+  #unixNanoHex(nowMs: number): string {
+    const nanos = BigInt(nowMs) * 1_000_000n;
+    this.#lastNanos = nanos > this.#lastNanos ? nanos : this.#lastNanos + 1n;
+    return this.#lastNanos.toString(16);
   }
 
   /** Records (aggregates, deduplicates, or drops as spam) one event about `pod`. */
@@ -102,7 +114,7 @@ export class EventRecorder {
     const seen = this.#observed.get(key);
     const observed: Observed = seen
       ? { ...seen, count: seen.count + 1 }
-      : { name: `${pod.metadata.name ?? 'pod'}.${randomBytes(8).toString('hex')}`, count: 1, firstTimestamp: now };
+      : { name: `${pod.metadata.name ?? 'pod'}.${this.#unixNanoHex(nowMs)}`, count: 1, firstTimestamp: now };
     remember(this.#observed, key, observed);
 
     // EventSourceObjectSpamFilter.Filter: one token per event written.

@@ -188,6 +188,7 @@ function serveWatchFrom(
 
   const send = (ev: WireEvent): void => {
     if (closed) return;
+    if (ev.type !== 'BOOKMARK' && ev.type !== 'ERROR') counters.watchEventSent(resource);
     const delay = faults.watchEventDelayMs;
     if (delay <= 0 && queue.length === 0) {
       res.write(render(ev));
