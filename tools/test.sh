@@ -13,8 +13,14 @@
 #   9. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
 #  10. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the cluster
-#  11. every package's tests (the real-cluster and fleet lanes among them), each writing a JSON report; the totals end the output:
-#      `tests: N passed, N failed[, N skipped]`
+#  11. every package's tests, each writing a JSON report, in two lanes at once:
+#      - the cluster lane: the packages whose tests use the real cluster (those that depend on
+#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 2) at a time; then the two
+#        cases that need the cluster alone (log rotation, the apiserver restarted);
+#      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
+#        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time.
+#      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
+#      time and the slowest files.
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
 # Pass package filters to test fewer packages: tools/test.sh --filter @berth/context
@@ -76,18 +82,50 @@ bash tools/ship/image.sh || failed_steps+=("worker image: the fleet lane cannot 
 step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
 rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
-pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
-test_status=$?
-
-# Two real-cluster cases run alone, one after the other, after every other lane (their report joins
-# the others in the summary): twenty 50 MiB logs through the one kubelet (log rotation), and the
-# apiserver restarted mid-build, which takes the whole cluster's API away for seconds.
-if [ $# -eq 0 ] && [ -n "${BERTH_REAL_KUBECONFIG:-}" ]; then
-  step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-  (cd packages/runtime-kubernetes && BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-    test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts \
-    --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.alone.json") || test_status=1
+tests_started=$(date +%s)
+# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()).
+cluster_filters=() local_filters=()
+while read -r name; do
+  cluster_filters+=("--filter=$name") && local_filters+=("--filter=!$name")
+done < <(node -e '
+  const { readFileSync, readdirSync } = require("node:fs");
+  for (const dir of ["apps", "packages", "tools"])
+    for (const pkg of readdirSync(dir)) {
+      let m;
+      try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
+      const deps = { ...m.dependencies, ...m.devDependencies };
+      if (m.name === "@berth/kube-cluster" || "@berth/kube-cluster" in deps) console.log(m.name);
+    }')
+if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@]} -eq 0 ]; then
+  pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
+  test_status=$?
+else
+  # The cluster lane runs in the background, in its own process group (stopped with the command).
+  set -m
+  (
+    status=0
+    pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-2}" --log-order=grouped --ui=stream "${cluster_filters[@]}" || status=1
+    # Two real-cluster cases run alone on the cluster, one after the other, after every other
+    # package of this lane (their report joins the others in the summary): twenty 50 MiB logs
+    # through the one kubelet (log rotation), and the apiserver restarted mid-build, which takes
+    # the whole cluster's API away for seconds. The local lane never uses the real cluster.
+    step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+    (cd packages/runtime-kubernetes && BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts \
+      --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.alone.json") || status=1
+    echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
+    exit $status
+  ) </dev/null &
+  cluster_lane=$!
+  set +m
+  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
+  pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${local_filters[@]}"
+  test_status=$?
+  echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
+  wait "$cluster_lane" || test_status=1
+  if $cluster_started; then trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM; else trap - INT TERM; fi
 fi
+echo "[tests] $(($(date +%s) - tests_started)) s"
 
 if $cluster_started; then
   step "stopping the real Kubernetes cluster"
