@@ -18,7 +18,8 @@
 #        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 2) at a time; then the two
 #        cases that need the cluster alone (log rotation, the apiserver restarted);
 #      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
-#        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time.
+#        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
+#        (runtime-kubernetes) that do not use the real cluster.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -83,18 +84,23 @@ step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
 rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
 tests_started=$(date +%s)
-# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()).
+# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()). One
+# whose vitest.config.ts names its realClusterFiles (vitest.shared.ts) runs in both lanes: those
+# files in the cluster lane, the others in the local lane (BERTH_TEST_LANE).
 cluster_filters=() local_filters=()
-while read -r name; do
-  cluster_filters+=("--filter=$name") && local_filters+=("--filter=!$name")
+while read -r name split; do
+  cluster_filters+=("--filter=$name")
+  [ "$split" = split ] || local_filters+=("--filter=!$name")
 done < <(node -e '
-  const { readFileSync, readdirSync } = require("node:fs");
+  const { existsSync, readFileSync, readdirSync } = require("node:fs");
   for (const dir of ["apps", "packages", "tools"])
     for (const pkg of readdirSync(dir)) {
       let m;
       try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
       const deps = { ...m.dependencies, ...m.devDependencies };
-      if (m.name === "@berth/kube-cluster" || "@berth/kube-cluster" in deps) console.log(m.name);
+      if (m.name !== "@berth/kube-cluster" && !("@berth/kube-cluster" in deps)) continue;
+      const config = `${dir}/${pkg}/vitest.config.ts`;
+      console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "");
     }')
 if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@]} -eq 0 ]; then
   pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
@@ -104,7 +110,7 @@ else
   set -m
   (
     status=0
-    pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-2}" --log-order=grouped --ui=stream "${cluster_filters[@]}" || status=1
+    BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-2}" --log-order=grouped --ui=stream "${cluster_filters[@]}" || status=1
     # Two real-cluster cases run alone on the cluster, one after the other, after every other
     # package of this lane (their report joins the others in the summary): twenty 50 MiB logs
     # through the one kubelet (log rotation), and the apiserver restarted mid-build, which takes
@@ -119,7 +125,7 @@ else
   cluster_lane=$!
   set +m
   trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
-  pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${local_filters[@]}"
+  BERTH_TEST_LANE=local pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${local_filters[@]}"
   test_status=$?
   echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
   wait "$cluster_lane" || test_status=1
