@@ -7,12 +7,13 @@
 #   4. a Redis server for the worker's queue tests    (tools/redis.sh)
 #   5. a real single-node Kubernetes cluster          (tools/kube-cluster; the first run on a machine
 #      builds its binaries from the Go module proxy: about 5–10 minutes on 2 cores, then cached)
-#   6. the dependency-boundary check                 (tools/deps)
-#   7. formatting (prettier) and unused code (knip)
-#   8. typecheck and lint of every package            (turbo)
-#   9. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
+#   6. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
-#  10. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the cluster
+#   7. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the
+#      cluster, built in the background during steps 8–10
+#   8. the dependency-boundary check                 (tools/deps)
+#   9. formatting (prettier) and unused code (knip)
+#  10. typecheck and lint of every package            (turbo)
 #  11. every package's tests, each writing a JSON report, in two lanes at once:
 #      - the cluster lane: the packages whose tests use the real cluster (those that depend on
 #        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 2) at a time; then the two
@@ -62,6 +63,16 @@ else
   failed_steps+=("real Kubernetes cluster: it did not start (see the \"real Kubernetes cluster\" step)")
 fi
 
+step "build (compiled JavaScript for the berth command)"
+pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
+
+# The worker image builds while the checks below run: its own turbo build is then all cache hits,
+# and the checks read the sources, never dist/ or the image's build context.
+step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet): building beside the checks"
+image_log="$(mktemp)"
+bash tools/ship/image.sh >"$image_log" 2>&1 &
+image_job=$!
+
 step "dependency boundaries"
 node tools/deps/src/cli.ts || failed_steps+=("dependency boundaries")
 
@@ -74,11 +85,9 @@ pnpm exec knip --no-progress --no-config-hints || failed_steps+=("unused code (k
 step "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_steps+=("typecheck/lint")
 
-step "build (compiled JavaScript for the berth command)"
-pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
-
-step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet)"
-bash tools/ship/image.sh || failed_steps+=("worker image: the fleet lane cannot run without it")
+step "worker image (tools/ship/image.sh)"
+wait "$image_job" || failed_steps+=("worker image: the fleet lane cannot run without it")
+cat "$image_log" && rm -f "$image_log"
 
 step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
