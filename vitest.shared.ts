@@ -9,9 +9,10 @@
 // - A package whose test files are split between the test command's lanes (tools/test.sh) names
 //   its real-cluster files (`realClusterFiles`): with BERTH_TEST_LANE=cluster only those run, with
 //   BERTH_TEST_LANE=local only the others, each lane writing its own report (`<name>.<lane>.json`).
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
+import type { Reporter, TestModule } from 'vitest/node';
 
 const INCLUDE = ['src/**/*.test.ts', 'test/**/*.test.ts'];
 
@@ -38,13 +39,44 @@ export function berthVitestConfig(packageDir: string, overrides: ViteUserConfig[
     ssr: { resolve: { conditions: ['@berth/source'] } },
     test: {
       ...laneFiles,
-      reporters: reportDir ? ['default', 'json'] : ['default'],
+      reporters: reportDir ? ['default', 'json', new FileTimes(path.join(reportDir, `${reportName}.files.json`))] : ['default'],
       ...(reportDir ? { outputFile: { json: path.join(reportDir, `${reportName}.json`) } } : {}),
       testTimeout: 30_000,
       hookTimeout: 60_000,
       ...overrides,
     },
   });
+}
+
+/**
+ * Writes each test file's whole time (import, hooks and tests, wall clock) to `<name>.files.json`,
+ * for the summary's slowest files: vitest's JSON report spans only a file's first test to its
+ * last, without its imports and beforeAll/afterAll.
+ */
+class FileTimes implements Reporter {
+  readonly #out: string;
+  readonly #started = new Map<string, number>();
+  readonly #files: { name: string; ms: number }[] = [];
+
+  constructor(out: string) {
+    this.#out = out;
+  }
+
+  onTestModuleStart(testModule: TestModule): void {
+    this.#started.set(testModule.moduleId, Date.now());
+  }
+
+  onTestModuleEnd(testModule: TestModule): void {
+    const d = testModule.diagnostic();
+    const started = this.#started.get(testModule.moduleId) ?? Date.now();
+    const before = d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration;
+    this.#files.push({ name: testModule.moduleId, ms: Math.round(before + Date.now() - started) });
+  }
+
+  onTestRunEnd(): void {
+    mkdirSync(path.dirname(this.#out), { recursive: true });
+    writeFileSync(this.#out, JSON.stringify(this.#files));
+  }
 }
 
 /** The test files under `dir` (relative to `packageDir`) whose source names `specifier` (an import of it). */
