@@ -8,7 +8,8 @@
 //   closing `tests: N passed, N failed` line.
 // - A package whose test files are split between the test command's lanes (tools/test.sh) names
 //   its real-cluster files (`realClusterFiles`): with BERTH_TEST_LANE=cluster only those run, with
-//   BERTH_TEST_LANE=local only the others, each lane writing its own report (`<name>.<lane>.json`).
+//   BERTH_TEST_LANE=local only the others, each lane writing its own report (`<name>.<lane>.json`);
+//   BERTH_TEST_LANE=alone is the cluster lane's files again, for the cases run alone after it.
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
@@ -26,9 +27,10 @@ export function berthVitestConfig(packageDir: string, overrides: ViteUserConfig[
   const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { name: string };
   const reportDir = process.env.BERTH_TEST_REPORT_DIR;
   const lane = options.realClusterFiles === undefined ? undefined : process.env.BERTH_TEST_LANE;
-  if (lane !== undefined && lane !== 'cluster' && lane !== 'local') throw new Error(`BERTH_TEST_LANE is "${lane}": use cluster, local, or leave it unset`);
+  if (lane !== undefined && lane !== 'cluster' && lane !== 'local' && lane !== 'alone')
+    throw new Error(`BERTH_TEST_LANE is "${lane}": use cluster, local, alone, or leave it unset`);
   const laneFiles =
-    lane === 'cluster'
+    lane === 'cluster' || lane === 'alone'
       ? { include: options.realClusterFiles, passWithNoTests: true }
       : lane === 'local'
         ? { include: INCLUDE, exclude: [...configDefaults.exclude, ...(options.realClusterFiles ?? [])], passWithNoTests: true }

@@ -130,9 +130,9 @@ else
     # through the one kubelet (log rotation), and the apiserver restarted mid-build, which takes
     # the whole cluster's API away for seconds. The local lane never uses the real cluster.
     step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-    (cd packages/runtime-kubernetes && BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts \
-      --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.alone.json") || status=1
+    # Their reports: berth__runtime-kubernetes.alone.json and .alone.files.json (vitest.shared.ts).
+    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
     echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
     exit $status
   ) </dev/null &
