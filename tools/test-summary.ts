@@ -21,7 +21,7 @@ const REAL_CLUSTER = /real cluster/;
 const [reportDir = '.reports/vitest', turboStatus = '0', seconds = '0', ...failedSteps] = process.argv.slice(2);
 const reports = existsSync(reportDir)
   ? readdirSync(reportDir)
-      .filter((f) => f.endsWith('.json'))
+      .filter((f) => f.endsWith('.json') && !f.endsWith('.files.json'))
       .sort()
   : [];
 let passed = 0;
@@ -38,13 +38,17 @@ for (const file of reports) {
   skipped += report.numPendingTests + report.numTodoTests;
   // A test file that failed to load counts no test but fails its suite.
   if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) brokenSuites += report.numFailedTestSuites;
+  // Each file's whole time (imports and hooks too), from vitest.shared.ts' FileTimes; else its first test to its last.
+  const wholeFile = path.join(reportDir, file.replace(/\.json$/, '.files.json'));
+  const whole = existsSync(wholeFile) ? (JSON.parse(readFileSync(wholeFile, 'utf8')) as { name: string; ms: number }[]) : undefined;
+  for (const f of whole ?? []) files.push({ name: path.relative(process.cwd(), f.name), ms: f.ms });
   let first = Number.POSITIVE_INFINITY;
   let last = 0;
   for (const result of report.testResults ?? []) {
     if (result.startTime !== undefined && result.endTime !== undefined) {
       first = Math.min(first, result.startTime);
       last = Math.max(last, result.endTime);
-      files.push({ name: path.relative(process.cwd(), result.name ?? '?'), ms: result.endTime - result.startTime });
+      if (whole === undefined) files.push({ name: path.relative(process.cwd(), result.name ?? '?'), ms: result.endTime - result.startTime });
     }
     for (const test of result.assertionResults ?? []) {
       if (!REAL_CLUSTER.test(test.fullName ?? '')) continue;
@@ -62,7 +66,7 @@ for (const file of reports) {
 
 console.log(`\n==> summary (${seconds} s)`);
 if (rows.length > 0) console.log(rows.join('\n'));
-const slowest = files.toSorted((a, b) => b.ms - a.ms).slice(0, 5);
+const slowest = files.toSorted((a, b) => b.ms - a.ms).slice(0, 8);
 if (slowest.length > 0) console.log(`  slowest files: ${slowest.map((f) => `${f.name} ${Math.round(f.ms / 1000)} s`).join(', ')}`);
 console.log(`  of which on the real Kubernetes cluster: ${lane.passed} passed, ${lane.failed} failed, ${lane.skipped} skipped`);
 const problems = [...failedSteps];

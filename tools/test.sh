@@ -7,14 +7,22 @@
 #   4. a Redis server for the worker's queue tests    (tools/redis.sh)
 #   5. a real single-node Kubernetes cluster          (tools/kube-cluster; the first run on a machine
 #      builds its binaries from the Go module proxy: about 5–10 minutes on 2 cores, then cached)
-#   6. the dependency-boundary check                 (tools/deps)
-#   7. formatting (prettier) and unused code (knip)
-#   8. typecheck and lint of every package            (turbo)
-#   9. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
+#   6. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
-#  10. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the cluster
-#  11. every package's tests (the real-cluster and fleet lanes among them), each writing a JSON report; the totals end the output:
-#      `tests: N passed, N failed[, N skipped]`
+#   7. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the
+#      cluster, built in the background during steps 8–10
+#   8. the dependency-boundary check                 (tools/deps)
+#   9. formatting (prettier) and unused code (knip)
+#  10. typecheck and lint of every package            (turbo)
+#  11. every package's tests, each writing a JSON report, in two lanes at once:
+#      - the cluster lane: the packages whose tests use the real cluster (those that depend on
+#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 2) at a time; then the two
+#        cases that need the cluster alone (log rotation, the apiserver restarted);
+#      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
+#        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
+#        (runtime-kubernetes) that do not use the real cluster.
+#      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
+#      time and the slowest files.
 #
 # Exits non-zero when any step fails, any test fails, or no test ran.
 # Pass package filters to test fewer packages: tools/test.sh --filter @berth/context
@@ -55,6 +63,16 @@ else
   failed_steps+=("real Kubernetes cluster: it did not start (see the \"real Kubernetes cluster\" step)")
 fi
 
+step "build (compiled JavaScript for the berth command)"
+pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
+
+# The worker image builds while the checks below run: its own turbo build is then all cache hits,
+# and the checks read the sources, never dist/ or the image's build context.
+step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet): building beside the checks"
+image_log="$(mktemp)"
+bash tools/ship/image.sh >"$image_log" 2>&1 &
+image_job=$!
+
 step "dependency boundaries"
 node tools/deps/src/cli.ts || failed_steps+=("dependency boundaries")
 
@@ -67,27 +85,67 @@ pnpm exec knip --no-progress --no-config-hints || failed_steps+=("unused code (k
 step "typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only "$@" || failed_steps+=("typecheck/lint")
 
-step "build (compiled JavaScript for the berth command)"
-pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
-
-step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet)"
-bash tools/ship/image.sh || failed_steps+=("worker image: the fleet lane cannot run without it")
+step "worker image (tools/ship/image.sh)"
+if wait "$image_job"; then
+  # tools/ship's image test then runs this image rather than building it again.
+  export BERTH_WORKER_IMAGE_BUILT=1
+else
+  failed_steps+=("worker image: the fleet lane cannot run without it")
+fi
+cat "$image_log" && rm -f "$image_log"
 
 step "tests"
 export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
 rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
-pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
-test_status=$?
-
-# Two real-cluster cases run alone, one after the other, after every other lane (their report joins
-# the others in the summary): twenty 50 MiB logs through the one kubelet (log rotation), and the
-# apiserver restarted mid-build, which takes the whole cluster's API away for seconds.
-if [ $# -eq 0 ] && [ -n "${BERTH_REAL_KUBECONFIG:-}" ]; then
-  step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-  (cd packages/runtime-kubernetes && BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-    test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts \
-    --outputFile.json="$BERTH_TEST_REPORT_DIR/berth__runtime-kubernetes.alone.json") || test_status=1
+tests_started=$(date +%s)
+# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()). One
+# whose vitest.config.ts names its realClusterFiles (vitest.shared.ts) runs in both lanes: those
+# files in the cluster lane, the others in the local lane (BERTH_TEST_LANE).
+cluster_filters=() local_filters=()
+while read -r name split; do
+  cluster_filters+=("--filter=$name")
+  [ "$split" = split ] || local_filters+=("--filter=!$name")
+done < <(node -e '
+  const { existsSync, readFileSync, readdirSync } = require("node:fs");
+  for (const dir of ["apps", "packages", "tools"])
+    for (const pkg of readdirSync(dir)) {
+      let m;
+      try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
+      const deps = { ...m.dependencies, ...m.devDependencies };
+      if (m.name !== "@berth/kube-cluster" && !("@berth/kube-cluster" in deps)) continue;
+      const config = `${dir}/${pkg}/vitest.config.ts`;
+      console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "");
+    }')
+if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@]} -eq 0 ]; then
+  pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
+  test_status=$?
+else
+  # The cluster lane runs in the background, in its own process group (stopped with the command).
+  set -m
+  (
+    status=0
+    BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-2}" --log-order=grouped --ui=stream "${cluster_filters[@]}" || status=1
+    # Two real-cluster cases run alone on the cluster, one after the other, after every other
+    # package of this lane (their report joins the others in the summary): twenty 50 MiB logs
+    # through the one kubelet (log rotation), and the apiserver restarted mid-build, which takes
+    # the whole cluster's API away for seconds. The local lane never uses the real cluster.
+    step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+    # Their reports: berth__runtime-kubernetes.alone.json and .alone.files.json (vitest.shared.ts).
+    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
+    echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
+    exit $status
+  ) </dev/null &
+  cluster_lane=$!
+  set +m
+  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
+  BERTH_TEST_LANE=local pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${local_filters[@]}"
+  test_status=$?
+  echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
+  wait "$cluster_lane" || test_status=1
+  if $cluster_started; then trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM; else trap - INT TERM; fi
 fi
+echo "[tests] $(($(date +%s) - tests_started)) s"
 
 if $cluster_started; then
   step "stopping the real Kubernetes cluster"

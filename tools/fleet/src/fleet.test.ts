@@ -2,17 +2,23 @@
 // vela-sim queue. Runs when BERTH_REAL_KUBECONFIG names the cluster (tools/test.sh sets it, with
 // BERTH_REAL_CLUSTER=required); the worker image must be in the Docker engine
 // (bash tools/ship/image.sh), and is imported into the cluster here.
-import { execFileSync } from 'node:child_process';
+//
+// The cases run at the same time (FLEET_CONCURRENCY at once, vitest.config.ts): each has its own
+// vela-sim, queue route and namespace, and spends most of its time waiting on sleeping builds.
+import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { realCluster } from '@berth/kube-cluster';
 import { VelaSim } from '@berth/vela-sim';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, it } from 'vitest';
 import { buildRecords, enqueueSleepBuilds, isFinal, runningOn, watchFinals } from './builds.ts';
-import { Fleet } from './fleet.ts';
+import { Fleet, type FleetOptions } from './fleet.ts';
 import { pops, waitFor } from './wait.ts';
+
+const run = promisify(execFile);
 
 const cluster = realCluster();
 const KUBECONFIG = process.env.BERTH_REAL_KUBECONFIG ?? '';
@@ -34,25 +40,56 @@ const SOAK_KILLS = Number(process.env.FLEET_SOAK_KILLS ?? 2);
 const KILL_BOUND_MS = 90_000;
 const reason = cluster.skip === undefined ? '' : ` [skipped: ${cluster.skip}]`;
 
-describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reason}`, { timeout: 600_000 }, () => {
-  let sim: VelaSim;
-  beforeAll(async () => {
-    execFileSync('bash', [path.join(ROOT, 'tools/kube-cluster/cluster.sh'), 'import', IMAGE], { stdio: 'inherit' });
-    sim = await VelaSim.start();
-  }, 300_000);
-  afterAll(async () => {
-    await sim?.close();
-  });
-
-  it('1. the image rolls out from the repository manifests; /ready and /metrics answer through the pod', async () => {
-    const fleet = await Fleet.deploy({
-      kubeconfig: KUBECONFIG,
-      serverAddr: sim.url,
-      serverSecret: sim.secret,
-      route: `fleet-${randomUUID().slice(0, 8)}`,
-      replicas: 2,
-    });
+/**
+ * Runs `body` with a vela-sim of its own and a fleet of `replicas` on a fresh route of it; the
+ * fleet is destroyed and the sim closed afterwards, whatever the outcome.
+ */
+async function withFleet(
+  replicas: number,
+  body: (sim: VelaSim, fleet: Fleet, route: string) => Promise<void>,
+  options: Partial<FleetOptions> = {},
+): Promise<void> {
+  const sim = await VelaSim.start();
+  try {
+    const route = `fleet-${randomUUID().slice(0, 8)}`;
+    const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas, ...options });
     try {
+      await body(sim, fleet, route);
+    } finally {
+      await fleet.destroy();
+    }
+  } finally {
+    await sim.close();
+  }
+}
+
+/**
+ * Waits until replica `ordinal` runs some of `ids` and each has its build pod, and returns both:
+ * vela-sim shows a build running once the worker reports it, and its pod may come seconds later.
+ */
+async function runningWithPods(sim: VelaSim, fleet: Fleet, ids: readonly number[], ordinal: number): Promise<{ builds: number[]; pods: string[] }> {
+  let builds: number[] = [];
+  let pods: string[] = [];
+  await waitFor(
+    `berth-worker-${ordinal} to run builds, each in its pod`,
+    async () => {
+      builds = runningOn(sim, ids, fleet.workerId(ordinal));
+      if (builds.length === 0) return false;
+      pods = (await fleet.buildPods()).filter((p) => p.metadata.labels?.['berth.dev/worker'] === fleet.workerId(ordinal)).map((p) => p.metadata.uid);
+      return pods.length === builds.length;
+    },
+    180_000,
+  );
+  return { builds, pods };
+}
+
+describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reason}`, { timeout: 600_000, concurrent: true }, () => {
+  beforeAll(() => {
+    execFileSync('bash', [path.join(ROOT, 'tools/kube-cluster/cluster.sh'), 'import', IMAGE], { stdio: 'inherit' });
+  }, 300_000);
+
+  it('1. the image rolls out from the repository manifests; /ready and /metrics answer through the pod', async ({ expect }) => {
+    await withFleet(2, async (sim, fleet) => {
       expect(await fleet.rolloutStatus()).toMatch(/rolling update complete 2 pods/);
       for (const ordinal of [0, 1]) {
         // wget fails on a 503: an answer is a 200, and its checks (server, queue, runtime) all passed.
@@ -63,15 +100,11 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       }
       // Registered with the server under its StatefulSet identity.
       expect([...sim.workers.keys()].sort()).toEqual([0, 1].map((i) => `berth-worker-${i}.berth-worker.${fleet.namespace}.svc`));
-    } finally {
-      await fleet.destroy();
-    }
+    });
   });
 
-  it(`2. exactly once on one queue: 3 replicas, ${BUILDS} builds, each claimed once, each final, no pod left`, async () => {
-    const route = `fleet-${randomUUID().slice(0, 8)}`;
-    const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas: 3 });
-    try {
+  it(`2. exactly once on one queue: 3 replicas, ${BUILDS} builds, each claimed once, each final, no pod left`, async ({ expect }) => {
+    await withFleet(3, async (sim, fleet, route) => {
       const t0 = Date.now();
       const ids = await enqueueSleepBuilds(sim, route, BUILDS, SLEEP_S, route);
       await waitFor(`${BUILDS} builds to end`, () => ids.every((id) => isFinal(sim.builds.get(id)?.status)), 480_000);
@@ -88,15 +121,13 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       expect(popped.reduce((a, b) => a + b, 0)).toBe(BUILDS);
       expect(await sim.redis().llen(route)).toBe(0);
       await waitFor('the build pods to go', async () => (await fleet.buildPods()).length === 0, 60_000);
-    } finally {
-      await fleet.destroy();
-    }
+    });
   });
 
-  it('3. scale-in drains: kubectl scale --replicas=1 under load; the removed workers finish what they hold and exit; nothing lost or run twice', async () => {
-    const route = `fleet-${randomUUID().slice(0, 8)}`;
-    const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas: 3 });
-    try {
+  it('3. scale-in drains: kubectl scale --replicas=1 under load; the removed workers finish what they hold and exit; nothing lost or run twice', async ({
+    expect,
+  }) => {
+    await withFleet(3, async (sim, fleet, route) => {
       const ids = await enqueueSleepBuilds(sim, route, 12, 10, route);
       await waitFor('workers 1 and 2 to run builds', () => [1, 2].every((i) => runningOn(sim, ids, fleet.workerId(i)).length > 0), 180_000);
       const held = [1, 2].flatMap((i) => runningOn(sim, ids, fleet.workerId(i)));
@@ -116,49 +147,38 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       expect(records.filter((r) => r.claims !== 1 || r.finals !== 1 || r.status !== 'success')).toEqual([]);
       expect(await sim.redis().llen(route)).toBe(0);
       await waitFor('the build pods to go', async () => (await fleet.buildPods()).length === 0, 60_000);
-    } finally {
-      await fleet.destroy();
-    }
-  });
-
-  it('3b. scale-in past the drain grace: the removed worker cancels what it holds, reports it with the reason, removes its pods and exits', async () => {
-    const route = `fleet-${randomUUID().slice(0, 8)}`;
-    const fleet = await Fleet.deploy({
-      kubeconfig: KUBECONFIG,
-      serverAddr: sim.url,
-      serverSecret: sim.secret,
-      route,
-      replicas: 2,
-      env: { BERTH_DRAIN_GRACE: '3s' },
     });
-    try {
-      const ids = await enqueueSleepBuilds(sim, route, 4, 120, route);
-      await waitFor('berth-worker-1 to run builds', () => runningOn(sim, ids, fleet.workerId(1)).length > 0, 180_000);
-      const held = runningOn(sim, ids, fleet.workerId(1));
-      const heldPods = (await fleet.buildPods()).filter((p) => p.metadata.labels?.['berth.dev/worker'] === fleet.workerId(1)).map((p) => p.metadata.uid);
-      const t0 = Date.now();
-      await fleet.scale(1);
-      await waitFor('berth-worker-1 to exit', async () => (await fleet.workers()).length === 1, 120_000);
-      console.log(
-        `fleet scale-in past a 3 s drain grace: berth-worker-1 held ${held.length} builds and exited after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
-      );
-      for (const r of buildRecords(sim, held))
-        expect(r).toMatchObject({ status: 'canceled', claims: 1, finals: 1, error: expect.stringMatching(/shutting down/) as unknown });
-      await waitFor('its build pods to go', async () => !(await fleet.buildPods()).some((p) => heldPods.includes(p.metadata.uid)), 60_000);
-    } finally {
-      await fleet.destroy();
-    }
   });
 
-  it('4. a killed worker loses nothing: force-deleted mid-build, its builds get a final status with a reason, its pods go, the replica serves again', async () => {
-    const route = `fleet-${randomUUID().slice(0, 8)}`;
-    const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas: 2 });
-    try {
+  it('3b. scale-in past the drain grace: the removed worker cancels what it holds, reports it with the reason, removes its pods and exits', async ({
+    expect,
+  }) => {
+    await withFleet(
+      2,
+      async (sim, fleet, route) => {
+        const ids = await enqueueSleepBuilds(sim, route, 4, 120, route);
+        const { builds: held, pods: heldPods } = await runningWithPods(sim, fleet, ids, 1);
+        const t0 = Date.now();
+        await fleet.scale(1);
+        await waitFor('berth-worker-1 to exit', async () => (await fleet.workers()).length === 1, 120_000);
+        console.log(
+          `fleet scale-in past a 3 s drain grace: berth-worker-1 held ${held.length} builds and exited after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+        );
+        for (const r of buildRecords(sim, held))
+          expect(r).toMatchObject({ status: 'canceled', claims: 1, finals: 1, error: expect.stringMatching(/shutting down/) as unknown });
+        await waitFor('its build pods to go', async () => !(await fleet.buildPods()).some((p) => heldPods.includes(p.metadata.uid)), 60_000);
+      },
+      { env: { BERTH_DRAIN_GRACE: '3s' } },
+    );
+  });
+
+  it('4. a killed worker loses nothing: force-deleted mid-build, its builds get a final status with a reason, its pods go, the replica serves again', async ({
+    expect,
+  }) => {
+    await withFleet(2, async (sim, fleet, route) => {
       const finals = watchFinals(sim);
       const ids = await enqueueSleepBuilds(sim, route, 4, 90, `${route}-a`);
-      await waitFor('berth-worker-1 to run builds', () => runningOn(sim, ids, fleet.workerId(1)).length > 0, 180_000);
-      const lost = runningOn(sim, ids, fleet.workerId(1));
-      const podsOfKilled = (await fleet.buildPods()).filter((p) => p.metadata.labels?.['berth.dev/worker'] === fleet.workerId(1)).map((p) => p.metadata.uid);
+      const { builds: lost, pods: podsOfKilled } = await runningWithPods(sim, fleet, ids, 1);
       expect(podsOfKilled.length).toBe(lost.length);
       const t0 = Date.now();
       await fleet.forceDelete(1);
@@ -179,15 +199,13 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       expect(buildRecords(sim, more).map((r) => [r.status, r.host, r.claims])).toEqual(more.map(() => ['success', fleet.workerId(1), 1]));
       // The restarted replica's reaper removed the build pods of the killed one.
       await waitFor("the killed worker's build pods to go", async () => !(await fleet.buildPods()).some((p) => podsOfKilled.includes(p.metadata.uid)), 60_000);
-    } finally {
-      await fleet.destroy();
-    }
+    });
   });
 
-  it(`4b. the fleet soak: seed ${SOAK_SEED}, ${SOAK_BUILDS} builds, 3 replicas, ${SOAK_KILLS} kills (force delete or SIGKILL): 0 lost, 0 duplicated`, async () => {
-    const route = `fleet-${randomUUID().slice(0, 8)}`;
-    const fleet = await Fleet.deploy({ kubeconfig: KUBECONFIG, serverAddr: sim.url, serverSecret: sim.secret, route, replicas: 3 });
-    try {
+  it(`4b. the fleet soak: seed ${SOAK_SEED}, ${SOAK_BUILDS} builds, 3 replicas, ${SOAK_KILLS} kills (force delete or SIGKILL): 0 lost, 0 duplicated`, async ({
+    expect,
+  }) => {
+    await withFleet(3, async (sim, fleet, route) => {
       const random = mulberry32(SOAK_SEED);
       const finals = watchFinals(sim);
       const ids = await enqueueSleepBuilds(sim, route, SOAK_BUILDS, 15, route);
@@ -221,17 +239,24 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       // A build is either done or was caught by a kill and reported with its reason.
       expect(records.filter((r) => r.status !== 'success' && !/stopped unexpectedly|shutting down/.test(r.error ?? ''))).toEqual([]);
       await waitFor('the build pods to go', async () => (await fleet.buildPods()).length === 0, 120_000);
-    } finally {
-      await fleet.destroy();
-    }
+    });
   });
 
-  it('5. the KEDA ScaledObject is accepted by the apiserver (KEDA v2.21.1 CRDs, server-side dry run); a broken one is refused', () => {
-    const crds = kedaCrds();
+  it('5. the KEDA ScaledObject is accepted by the apiserver (KEDA v2.21.1 CRDs, server-side dry run); a broken one is refused', async ({ expect }) => {
+    const crds = await kedaCrds();
     const fleetNs = `berth-fleet-keda-${randomUUID().slice(0, 6)}`;
-    const kubectl = (args: string[], input?: string): string =>
-      execFileSync('kubectl', ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
-    kubectl([
+    // Asynchronous: the other cases' vela-sims answer their workers from this process meanwhile.
+    const kubectl = async (args: string[], input?: string): Promise<string> => {
+      const child = run('kubectl', ['--kubeconfig', KUBECONFIG, ...args], { encoding: 'utf8' });
+      child.child.stdin?.end(input);
+      try {
+        return (await child).stdout;
+      } catch (e) {
+        const err = e as Error & { stderr?: string };
+        throw new Error(`kubectl ${args.join(' ')}: ${err.stderr?.trim() || err.message}`, { cause: e });
+      }
+    };
+    await kubectl([
       'apply',
       '--server-side',
       '--force-conflicts',
@@ -240,20 +265,20 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
       '-f',
       path.join(crds, 'keda.sh_triggerauthentications.yaml'),
     ]);
-    kubectl(['wait', '--for=condition=Established', 'crd/scaledobjects.keda.sh', 'crd/triggerauthentications.keda.sh', '--timeout=60s']);
-    kubectl(['create', 'namespace', fleetNs]);
+    await kubectl(['wait', '--for=condition=Established', 'crd/scaledobjects.keda.sh', 'crd/triggerauthentications.keda.sh', '--timeout=60s']);
+    await kubectl(['create', 'namespace', fleetNs]);
     try {
       const manifest = readFileSync(path.join(ROOT, 'apps/worker/deploy/keda/scaledobject.yaml'), 'utf8');
-      const out = kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], manifest.replaceAll('namespace: vela', `namespace: ${fleetNs}`));
+      const out = await kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], manifest.replaceAll('namespace: vela', `namespace: ${fleetNs}`));
       console.log(`fleet keda: ${out.trim().replaceAll('\n', '; ')}`);
       expect(out).toMatch(/scaledobject.keda.sh\/berth-worker created \(server dry run\)/);
       // The dry run validates: the CRD's own rule refuses min > max.
       const broken = manifest.replaceAll('namespace: vela', `namespace: ${fleetNs}`).replace('minReplicaCount: 1', 'minReplicaCount: 20');
-      expect(() => kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], broken)).toThrow(
+      await expect(kubectl(['apply', '-n', fleetNs, '--dry-run=server', '-f', '-'], broken)).rejects.toThrow(
         /minReplicaCount must be less than or equal to maxReplicaCount/,
       );
     } finally {
-      kubectl(['delete', 'namespace', fleetNs, '--wait=false']);
+      await kubectl(['delete', 'namespace', fleetNs, '--wait=false']);
       rmSync(crds, { recursive: true, force: true });
     }
   });
@@ -265,19 +290,19 @@ describe.skipIf(cluster.skip !== undefined)(`the fleet in the real cluster${reas
  * newer than the local Go, which then reports an error but has fetched and verified the zip), and
  * the CRDs are read from the zip's config/crd/bases into a temporary directory.
  */
-function kedaCrds(): string {
+async function kedaCrds(): Promise<string> {
   const version = process.env.KEDA_VERSION ?? 'v2.21.1';
   const module = `github.com/kedacore/keda/v2@${version}`;
   let out: string;
   try {
-    out = execFileSync('go', ['mod', 'download', '-json', module], { encoding: 'utf8', cwd: tmpdir() });
+    out = (await run('go', ['mod', 'download', '-json', module], { encoding: 'utf8', cwd: tmpdir() })).stdout;
   } catch (e) {
     out = (e as { stdout?: string }).stdout ?? '';
   }
   const zip = out ? (JSON.parse(out) as { Zip?: string }).Zip : undefined;
   if (zip === undefined) throw new Error(`cannot fetch KEDA's Go module for its CRDs: go mod download -json ${module} gave ${out || 'nothing'}`);
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-keda-'));
-  execFileSync('unzip', [
+  await run('unzip', [
     '-q',
     '-j',
     zip,

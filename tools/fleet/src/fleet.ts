@@ -11,6 +11,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -42,7 +43,9 @@ export interface FleetOptions {
   namespacePrefix?: string;
   /**
    * The overlay's BERTH_API_PORT_BASE: replica N's API listens on the node at base + N. Default: a
-   * random base in 20000–59990, so that fleets in several namespaces of one node do not collide.
+   * random base from 20000 up to the node's ephemeral ports (ip_local_port_range; a port in that
+   * range may be any connection's local port), one no other fleet of this process holds and whose
+   * ports are free now, so that fleets in several namespaces of one node do not collide.
    */
   portBase?: number;
   /** Extra worker environment (VELA_BUILD_LIMIT, BERTH_DRAIN_GRACE, …). */
@@ -64,16 +67,16 @@ export class Fleet {
   readonly #dir: string;
   readonly #volumes: string[] = [];
 
-  private constructor(options: FleetOptions) {
+  private constructor(options: FleetOptions, portBase: number) {
     this.#options = options;
     this.namespace = `${options.namespacePrefix ?? 'berth-fleet'}-${randomUUID().slice(0, 6)}`;
-    this.portBase = options.portBase ?? 20_000 + 10 * Math.floor(Math.random() * 4000);
+    this.portBase = portBase;
     this.#dir = mkdtempSync(path.join(tmpdir(), 'berth-fleet-'));
   }
 
   /** Creates the namespace, state volumes and secret, applies the manifests and waits for the rollout. */
   static async deploy(options: FleetOptions): Promise<Fleet> {
-    const fleet = new Fleet(options);
+    const fleet = new Fleet(options, options.portBase ?? (await freePortBase(Math.max(options.maxReplicas ?? options.replicas, options.replicas))));
     try {
       await fleet.#apply();
       await fleet.rolloutStatus();
@@ -251,7 +254,46 @@ export class Fleet {
     if (this.#volumes.length > 0) await this.kubectl(['delete', 'pv', ...this.#volumes, '--ignore-not-found']).catch(() => undefined);
     rmSync(path.join(STATE_ROOT, this.namespace), { recursive: true, force: true });
     rmSync(this.#dir, { recursive: true, force: true });
+    basesInUse.delete(this.portBase);
   }
+}
+
+/** The port bases of this process's fleets (released by destroy). */
+const basesInUse = new Set<number>();
+
+/** The first port of the node's ephemeral range (connections' local ports), 32768 when unknown. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 21_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Whether 127.0.0.1:`port` can be listened on now (the replicas share the node's network). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A random port base (a multiple of 10 from 20000, below the ephemeral ports) for `count` replicas. */
+async function freePortBase(count: number): Promise<number> {
+  const slots = Math.floor((ephemeralLow() - 20_000 - count) / 10);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const base = 20_000 + 10 * Math.floor(Math.random() * slots);
+    if (basesInUse.has(base)) continue;
+    let free = true;
+    for (let i = 0; i < count && free; i++) free = await portFree(base + i);
+    if (free) {
+      basesInUse.add(base);
+      return base;
+    }
+  }
+  throw new Error(`no free port base for ${count} replicas between 20000 and ${ephemeralLow()}: set FleetOptions.portBase`);
 }
 
 /** `name[:tag]` of an image reference (a registry port is not a tag). */
