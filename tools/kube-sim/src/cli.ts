@@ -21,7 +21,15 @@ const { values } = parseArgs({
   },
 });
 
-const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'parallelPatchKills', 'immediateStatus', 'specImageNames', 'noEventSpamFilter'] as const;
+const lenientKnobs = [
+  'retryFailedImageSwitch',
+  'parallelStarts',
+  'parallelPatchKills',
+  'immediateStatus',
+  'specImageNames',
+  'noEventSpamFilter',
+  'immediateSpecSync',
+] as const;
 
 if (values.help) {
   console.log(

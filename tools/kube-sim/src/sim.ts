@@ -83,6 +83,11 @@ export interface LenientOptions {
   specImageNames?: boolean;
   /** Write every event (no spam filter); repeats are still aggregated. */
   noEventSpamFilter?: boolean;
+  /**
+   * Act on a spec change (image patch) at once. The kubelet's pod worker waits for the first PLEG
+   * relist that starts after the pod's last sync (up to `statusRelistMs`; rule 10).
+   */
+  immediateSpecSync?: boolean;
 }
 
 /** A running kube-sim. */
@@ -165,6 +170,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
       serializeImagePulls: options.serializeImagePulls ?? faithfulKubelet.serializeImagePulls,
       statusRelistMs: options.lenient?.immediateStatus ? 0 : Math.max(0, options.statusRelistMs ?? faithfulKubelet.statusRelistMs),
       specImageNames: options.lenient?.specImageNames ?? faithfulKubelet.specImageNames,
+      immediateSpecSync: options.lenient?.immediateSpecSync ?? faithfulKubelet.immediateSpecSync,
     },
     eventSpamFilter: options.lenient?.noEventSpamFilter ? null : { ...defaultSpamFilter, ...options.eventSpamFilter },
   });

@@ -23,6 +23,11 @@ export interface KubeletBehaviour {
   statusRelistMs: number;
   /** Lenient: status.image is the spec's reference fully qualified, imageID the image id (rule 3 off). */
   specImageNames: boolean;
+  /**
+   * Lenient: act on a spec change (image patch) at once, instead of waiting, as the pod worker
+   * does, for the first PLEG relist that starts after the pod's last sync ended (rule 10 off).
+   */
+  immediateSpecSync: boolean;
 }
 
 /** The kubelet's behaviour: every rule on, relist every second. */
@@ -33,4 +38,5 @@ export const faithfulKubelet: KubeletBehaviour = {
   serializeImagePulls: true,
   statusRelistMs: 1000,
   specImageNames: false,
+  immediateSpecSync: false,
 };
