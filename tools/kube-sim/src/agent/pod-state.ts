@@ -144,8 +144,8 @@ export class PodState {
    * later is acted on at once. Resolves at once when the pod is killed.
    */
   async waitForNewerCache(): Promise<void> {
-    const { statusRelistMs: period, immediateSpecSync } = this.deps.behaviour;
-    if (immediateSpecSync || period <= 0) return;
+    const { statusRelistMs: period, syncWaitsForRelist } = this.deps.behaviour;
+    if (!syncWaitsForRelist || period <= 0) return;
     // The node's relist ticks at multiples of the period (StatusPublisher.publish).
     const nextRelist = (Math.floor(this.lastSyncMs / period) + 1) * period;
     const wait = nextRelist - Date.now();
