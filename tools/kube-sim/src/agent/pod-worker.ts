@@ -111,6 +111,14 @@ export class PodWorker {
     throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: ${reason}`);
   }
 
+  /** True while the Docker container `dockerId` is this pod's running instance of a container (the CRI's CONTAINER_RUNNING). */
+  containerRunning(dockerId: string): boolean {
+    for (const run of this.#state.runs.values()) {
+      if (run.dockerId === dockerId) return run.state.running !== undefined && run.exited === undefined;
+    }
+    return false;
+  }
+
   /** Kills everything now and removes the pod's Docker objects (pod deleted, or shutdown). */
   async destroy(): Promise<void> {
     await this.#kill(0);
