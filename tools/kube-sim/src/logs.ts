@@ -2,13 +2,17 @@
 // stdout and stderr in one stream, follow, previous, tailLines, limitBytes, sinceSeconds,
 // sinceTime (forwarded by the API server at whole seconds, so a resuming client must drop
 // lines it already has: compare timestamps), timestamps as fixed-width RFC3339Nano prefixes.
+// Only the container's current log file is served, and a follow crosses a log rotation as the
+// kubelet's ReadLogs does (agent/log-rotation.ts, and serveLog below).
 
 import type Docker from 'dockerode';
 import { type ServerResponse } from 'node:http';
 import { type Readable } from 'node:stream';
+import { type ContainerLogManager } from './agent/log-rotation.ts';
 import { type NodeAgent } from './agent/node-agent.ts';
 import { type Counters } from './counters.ts';
 import { type Faults } from './faults.ts';
+import { FrameParser, fromDate, splitRecord } from './log-records.ts';
 import { badRequest } from './status.ts';
 import { type Pod } from './types.ts';
 import { queryBool, queryInt } from './api/http.ts';
@@ -19,35 +23,8 @@ export interface LogDeps {
   agent: NodeAgent;
   counters: Counters;
   faults: Faults;
-}
-
-/** Normalises a Docker timestamp to RFC3339 with exactly nine fractional digits (the kubelet's format). */
-function fixedNano(ts: string): string {
-  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
-  if (!m) return ts;
-  return `${m[1]}.${(m[2] ?? '').padEnd(9, '0').slice(0, 9)}Z`;
-}
-
-function fromDate(date: Date): string {
-  return fixedNano(date.toISOString());
-}
-
-/** Splits Docker's multiplexed (non-TTY) log stream into frames. */
-class FrameParser {
-  #buffer: Buffer = Buffer.alloc(0);
-
-  /** Adds bytes; returns the complete frames' payloads. */
-  push(chunk: Buffer): Buffer[] {
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
-    const frames: Buffer[] = [];
-    while (this.#buffer.length >= 8) {
-      const size = this.#buffer.readUInt32BE(4);
-      if (this.#buffer.length < 8 + size) break;
-      frames.push(this.#buffer.subarray(8, 8 + size));
-      this.#buffer = this.#buffer.subarray(8 + size);
-    }
-    return frames;
-  }
+  /** The kubelet's log rotation; null when off. */
+  logs: ContainerLogManager | null;
 }
 
 /** Serves GET pods/{name}/log. */
@@ -112,14 +89,44 @@ export async function serveLog(deps: LogDeps, pod: Pod, url: URL, res: ServerRes
     else res.end();
   };
 
+  // Only the current log file is served: the kubelet's GetContainerLogs reads the container's
+  // log path (staging cri-client pkg/logs/logs.go ReadLogs opens `path`), never a rotated file.
+  // Docker's tail of the whole log, cut at the latest rotation, is the current file's tail.
+  let fileStart = deps.logs?.currentFileStart(dockerId);
+  /**
+   * The first rotation that happened while this follow lagged behind the writer. ReadLogs
+   * follows the file it opened to its end; only at that end, in waitLogs, does it ask whether
+   * the container still runs (isContainerRunning) and then take the directory watch's events,
+   * the rotation's Create of the log name among them, upon which it opens the path anew. So:
+   * - a follow that is caught up when the log rotates goes on with the new file, nothing lost;
+   * - one that lags (its client reads slower than the container writes) reads the old file to
+   *   its end, and then, if the container has exited meanwhile, ENDS THERE: what the container
+   *   wrote to the new file is not sent (a new request, which reads the current file, gets it);
+   * - if the container still runs, it opens the path: the newest file, so a file rotated while
+   *   it was still reading an older one is skipped whole.
+   */
+  let pendingCut: string | undefined;
+  /** Timestamp of the last record this follow has read (served or not). */
+  let lastSeen: string | undefined;
+
   const emit = (payloads: Buffer[]): void => {
     for (const payload of payloads) {
       if (finished) return;
-      const text = payload.toString('utf8');
-      const space = text.indexOf(' ');
-      const ts = fixedNano(space >= 0 ? text.slice(0, space) : text);
+      const { ts, content } = splitRecord(payload);
+      lastSeen = ts;
+      if (pendingCut !== undefined && ts > pendingCut) {
+        // The end of the rotated file: waitLogs → isContainerRunning.
+        if (!deps.agent.containerRunning(dockerId)) {
+          deps.logs?.noteFollowEnded();
+          return finish(false);
+        }
+        fileStart = deps.logs?.currentFileStart(dockerId);
+        if (fileStart !== undefined && fileStart > pendingCut) deps.logs?.noteFileSkipped();
+        pendingCut = undefined;
+      }
+      if (fileStart !== undefined && ts <= fileStart) continue;
       if (since && ts < since) continue;
-      let out = Buffer.from(timestamps ? `${ts} ${text.slice(space + 1)}` : text.slice(space + 1), 'utf8');
+      let out = timestamps ? Buffer.concat([Buffer.from(`${ts} `), content]) : content;
       let stop = false;
       if (limitBytes !== undefined && written + out.length >= limitBytes) {
         out = out.subarray(0, limitBytes - written);
@@ -148,11 +155,57 @@ export async function serveLog(deps: LogDeps, pod: Pod, url: URL, res: ServerRes
   }
   const stream = (await target.logs({ ...base, follow: true })) as unknown as Readable;
   holder.source = stream;
+  // The kubelet writes to the client as it reads the file, so a slow client holds its reading
+  // back. kube-sim reads Docker's stream at once (Docker 20.10's follow can end short of the log
+  // when its reader is slow as the container stops) and keeps what the client has not taken yet
+  // in `backlog`: records there are ones this follow "has not read yet".
+  const backlog: Buffer[] = [];
+  let next = 0;
+  let sourceEnded = false;
+  let waitingDrain = false;
+  const pump = (): void => {
+    while (!finished && next < backlog.length) {
+      if (res.writableNeedDrain) {
+        if (!waitingDrain) {
+          waitingDrain = true;
+          res.once('drain', () => {
+            waitingDrain = false;
+            pump();
+          });
+        }
+        return;
+      }
+      const payload = backlog[next++];
+      if (payload) emit([payload]);
+    }
+    if (next >= backlog.length) {
+      backlog.length = 0;
+      next = 0;
+    } else if (next > 4096) {
+      backlog.splice(0, next);
+      next = 0;
+    }
+    if (!finished && sourceEnded && backlog.length === 0) finish(false);
+  };
+  const unsubscribe = deps.logs?.onRotate(dockerId, (cut) => {
+    // Caught up: ReadLogs waits at the end of the file and takes the Create at once. Behind (its
+    // client reads slower than the container writes, or it has not yet read every record the
+    // rotated file holds): it reads on to that file's end first.
+    const caughtUp = next >= backlog.length && lastSeen !== undefined && lastSeen >= cut;
+    if (!caughtUp) pendingCut ??= cut;
+  });
   res.on('close', () => {
     finished = true;
+    unsubscribe?.();
     stream.destroy();
   });
-  stream.on('data', (chunk: Buffer) => emit(parser.push(chunk)));
-  stream.on('end', () => finish(false));
+  stream.on('data', (chunk: Buffer) => {
+    for (const payload of parser.push(chunk)) backlog.push(payload);
+    pump();
+  });
+  stream.on('end', () => {
+    sourceEnded = true;
+    pump();
+  });
   stream.on('error', () => finish(true));
 }

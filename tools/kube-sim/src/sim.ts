@@ -9,6 +9,7 @@ import path from 'node:path';
 import { NodeAgent, removeInstanceObjects } from './agent/node-agent.ts';
 import { defaultSpamFilter, type EventSpamFilter } from './agent/event-recorder.ts';
 import { faithfulKubelet, type PullBackoff } from './agent/kubelet-behaviour.ts';
+import { ContainerLogManager, type LogRotationPolicy, type LogRotationStats, logRotationPolicy } from './agent/log-rotation.ts';
 import { WatchHub } from './api/watch.ts';
 import { Counters } from './counters.ts';
 import { Faults } from './faults.ts';
@@ -58,6 +59,25 @@ export interface KubeSimOptions {
    * tick, so short-lived states may never be published. Default 1000 ms; 0 publishes every change at once.
    */
   statusRelistMs?: number;
+  /**
+   * The kubelet's container log rotation: every `checkPeriodMs` (10 000, `containerLogMonitorInterval`)
+   * a running container whose current log file (in the CRI format) reached `maxSize` (10Mi,
+   * `containerLogMaxSize`) is rotated; `maxFiles` (5, `containerLogMaxFiles`, must be > 1) is
+   * checked as the kubelet does, but no rotated file is ever served anyway. pods/log serves only
+   * the current file, and a follow that lags behind a rotation ends at the old file's end when
+   * the container has exited meanwhile (see logs.ts). On by default; `false` or a negative
+   * `maxSize` turns it off.
+   */
+  logRotation?: Partial<LogRotationPolicy> | false;
+  /**
+   * Rule 10: act on a spec change (image patch) only at the first PLEG relist that starts after the
+   * pod's last sync ended, as the kubelet's pod worker does (pod_workers.go podWorkerLoop,
+   * GetNewerThan): up to `statusRelistMs` later. The real kubelet always does (true); kube-sim's
+   * default is false, acting at once, because the wait adds about 1 s to every pause → step swap
+   * of every test that runs steps on kube-sim (the executor matrix's kube-sim lane: 53 s → 78 s).
+   * The real-cluster lane covers it. Off as well with `statusRelistMs: 0`.
+   */
+  syncWaitsForRelist?: boolean;
   /** The kubelet's `serializeImagePulls`: one image pull at a time on the node. Default true. */
   serializeImagePulls?: boolean;
   /** The event spam filter's token bucket per source + object; default client-go's `{ burst: 25, refillMs: 300000 }`. */
@@ -103,6 +123,8 @@ export interface KubeSim {
   faults: Faults;
   /** Request, watch and log counters (also `GET /_sim/counters`). */
   counters: Counters;
+  /** What the log rotation did so far (all zero when `logRotation` is off). */
+  logRotationStats(): LogRotationStats;
   /** Stops serving, closes watches, kills pods, removes every Docker object it created. Idempotent. */
   close(): Promise<void>;
 }
@@ -119,6 +141,7 @@ function dockerClient(option: KubeSimOptions['docker']): Docker {
  */
 export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSim> {
   const docker = dockerClient(options.docker);
+  const rotation = logRotationPolicy(options.logRotation);
   const pauseImage = options.pauseImage ?? process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
   try {
     await docker.getImage(pauseImage).inspect();
@@ -165,9 +188,11 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
       serializeImagePulls: options.serializeImagePulls ?? faithfulKubelet.serializeImagePulls,
       statusRelistMs: options.lenient?.immediateStatus ? 0 : Math.max(0, options.statusRelistMs ?? faithfulKubelet.statusRelistMs),
       specImageNames: options.lenient?.specImageNames ?? faithfulKubelet.specImageNames,
+      syncWaitsForRelist: options.syncWaitsForRelist ?? false,
     },
     eventSpamFilter: options.lenient?.noEventSpamFilter ? null : { ...defaultSpamFilter, ...options.eventSpamFilter },
   });
+  const logs = rotation === null ? null : new ContainerLogManager(docker, instanceId, rotation, (id) => agent.containerRunning(id));
   let address = '127.0.0.1:0';
   const server = createApiServer(tls, {
     token,
@@ -176,7 +201,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     faults,
     hub,
     settings: { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000, defaultTimeoutSeconds: options.watchTimeoutSeconds ?? null, freshWaitMs: 3000 },
-    serveLog: (pod, url, res) => serveLog({ docker, agent, counters, faults }, pod, url, res),
+    serveLog: (pod, url, res) => serveLog({ docker, agent, counters, faults, logs }, pod, url, res),
     serverAddress: () => address,
     user: options.user ?? 'system:serviceaccount:default:berth-worker',
   });
@@ -190,6 +215,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   const port = (server.address() as AddressInfo).port;
   address = `127.0.0.1:${port}`;
   agent.start();
+  logs?.start();
   const url = `https://127.0.0.1:${port}`;
   const kubeconfig = renderKubeconfig({ name: 'kube-sim', server: url, caCert: tls.caCert, token });
   const kubeconfigPath = path.join(dir, 'kubeconfig');
@@ -200,6 +226,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     closing ??= (async () => {
       hub.closeAll();
       faults.dispose();
+      logs?.stop();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await stopped;
@@ -210,5 +237,6 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     return closing;
   };
 
-  return { url, kubeconfigPath, kubeconfig, token, caCert: tls.caCert, instanceId, faults, counters, close };
+  const logRotationStats = (): LogRotationStats => logs?.stats() ?? { rotations: 0, followsEndedAtRotation: 0, filesSkipped: 0 };
+  return { url, kubeconfigPath, kubeconfig, token, caCert: tls.caCert, instanceId, faults, counters, logRotationStats, close };
 }

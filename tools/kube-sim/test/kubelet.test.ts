@@ -391,3 +391,67 @@ describe('rule 9: the terminal phase after the pod worker stopped the pod (pkg/k
     await t.core.deleteNamespacedPod({ namespace: ns, name: 'nowhere', gracePeriodSeconds: 0 });
   });
 });
+
+describe('rule 10: a spec change waits for a pod cache newer than the last sync (pkg/kubelet/pod_workers.go podWorkerLoop, GetNewerThan)', () => {
+  // podWorkerLoop calls p.podCache.GetNewerThan(pod.UID, lastSyncTime) before each sync; the cache
+  // turns newer only when a PLEG relist that started after that time ends
+  // (pkg/kubelet/container/cache.go getIfNewerThan, pkg/kubelet/pleg/generic.go relist), every
+  // second. A patch sent as soon as a container's exit is published (itself a relist and a sync)
+  // is acted on a relist later; one sent when the pod has been quiet for a while, at once.
+  /** When Docker says the first instance of `container` (the pause image, restart count 0) stopped, in ms since the epoch. */
+  const pauseStoppedAt = (sim: TestSim, container: string): number => {
+    const filters = ['instance=' + sim.sim.instanceId, `container=${container}`, 'restart-count=0'].flatMap((l) => ['--filter', `label=berth.kube-sim/${l}`]);
+    const id = execFileSync('docker', ['ps', '-aq', ...filters], { encoding: 'utf8' }).trim();
+    return Date.parse(execFileSync('docker', ['inspect', '-f', '{{.State.FinishedAt}}', id], { encoding: 'utf8' }).trim());
+  };
+  /** Runs the scenario; returns how long after each patch its pause instance was stopped. */
+  const scenario = async (sim: TestSim, name: string): Promise<{ afterExit: number; whenQuiet: number }> => {
+    const w = watchPod(sim, name);
+    await w.status;
+    await sim.core.createNamespacedPod({
+      namespace: ns,
+      body: velaPod(name, [
+        { name: 'first', image: busybox, args: ['sh', '-c', 'sleep 2'] },
+        // Vela's pods: each step created with its command on the pause image (which ignores it), then patched.
+        { name: 'second', image: pause, args: ['true'] },
+        { name: 'third', image: pause, args: ['true'] },
+      ]),
+    });
+    await waitFor('first terminated', () => w.statuses('first').some((s) => s.state?.terminated), 30_000);
+    const patchedSecond = Date.now();
+    await sim.core.patchNamespacedPod({ namespace: ns, name, body: { spec: { containers: [{ name: 'second', image: busybox }] } } }, smp);
+    await waitFor('second replaced', () => w.statuses('second').some((s) => s.restartCount === 1), 30_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    const patchedThird = Date.now();
+    await sim.core.patchNamespacedPod({ namespace: ns, name, body: { spec: { containers: [{ name: 'third', image: busybox }] } } }, smp);
+    await waitFor('third replaced', () => w.statuses('third').some((s) => s.restartCount === 1), 30_000);
+    w.close();
+    const result = { afterExit: pauseStoppedAt(sim, 'second') - patchedSecond, whenQuiet: pauseStoppedAt(sim, 'third') - patchedThird };
+    await sim.core.deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0 });
+    return result;
+  };
+
+  describe('with syncWaitsForRelist (the kubelet`s behaviour; opt-in)', () => {
+    let faithful: TestSim;
+    beforeAll(async () => {
+      faithful = await startTestSim({ syncWaitsForRelist: true });
+    });
+    afterAll(async () => {
+      await faithful?.sim.close();
+    });
+    it('acts on a patch sent right after a published exit at the next relist (about 1 s later), on one sent to a quiet pod at once', async () => {
+      const { afterExit, whenQuiet } = await scenario(faithful, 'sync-wait');
+      console.log(`[rule 10] pause stopped ${afterExit} ms after a patch sent at a published exit, ${whenQuiet} ms after one sent to a quiet pod`);
+      // The exit was published at a relist (t), the patch sent just after: acted on at t + 1 s.
+      expect(afterExit).toBeGreaterThanOrEqual(700);
+      expect(afterExit).toBeLessThan(2000);
+      expect(whenQuiet).toBeLessThan(700);
+    });
+  });
+
+  it('by default acts on every patch at once (kube-sim stays fast; the real-cluster lane covers the wait)', async () => {
+    const { afterExit, whenQuiet } = await scenario(t, 'sync-at-once');
+    expect(afterExit).toBeLessThan(700);
+    expect(whenQuiet).toBeLessThan(700);
+  });
+});

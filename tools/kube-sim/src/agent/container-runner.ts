@@ -88,6 +88,7 @@ export class ContainerRunner {
     run.restarting = false;
     run.state = { running: { startedAt: dockerSeconds(started?.State.StartedAt) ?? nowSeconds() } };
     this.#status.publish();
+    state.synced();
     return { kind: 'started', container };
   }
 

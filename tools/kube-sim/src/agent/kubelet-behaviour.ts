@@ -23,6 +23,12 @@ export interface KubeletBehaviour {
   statusRelistMs: number;
   /** Lenient: status.image is the spec's reference fully qualified, imageID the image id (rule 3 off). */
   specImageNames: boolean;
+  /**
+   * Rule 10: a spec change (image patch) waits, as the kubelet's pod worker does, for the first
+   * PLEG relist that starts after the pod's last sync ended. Opt-in (false here): the kubelet
+   * always waits, but it costs about 1 s per step swap across every test that runs steps.
+   */
+  syncWaitsForRelist: boolean;
 }
 
 /** The kubelet's behaviour: every rule on, relist every second. */
@@ -33,4 +39,5 @@ export const faithfulKubelet: KubeletBehaviour = {
   serializeImagePulls: true,
   statusRelistMs: 1000,
   specImageNames: false,
+  syncWaitsForRelist: true,
 };

@@ -153,6 +153,12 @@ export class NodeAgent {
     return worker.logTarget(container, previous);
   }
 
+  /** True while the Docker container `dockerId` is a running container of a pod (ReadLogs' isContainerRunning). */
+  containerRunning(dockerId: string): boolean {
+    for (const worker of this.#workers.values()) if (worker.containerRunning(dockerId)) return true;
+    return false;
+  }
+
   /** Kills every pod's containers and removes every Docker object labelled with this instance. */
   async close(): Promise<void> {
     this.#closed = true;

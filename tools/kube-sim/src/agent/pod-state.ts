@@ -81,6 +81,8 @@ export class PodState {
   destroyed = false;
   /** Aborted when the pod is killed: ends simulated pulls. */
   readonly abort = new AbortController();
+  /** When the pod worker's last sync ended (podWorkerLoop's `lastSyncTime`), in ms since the epoch. */
+  lastSyncMs = 0;
 
   constructor(deps: WorkerDeps, pod: Pod) {
     this.deps = deps;
@@ -123,6 +125,31 @@ export class PodState {
   /** Waits while the node agent is stalled; a kill or destroy ends the wait. */
   async waitUnstalled(): Promise<void> {
     while (this.deps.faults.agentStalled && !this.destroyed && !this.stopping) await delay(100);
+  }
+
+  /** A sync of the pod ended now (a start, a sync result written, a relist that found a change). */
+  synced(): void {
+    this.lastSyncMs = Date.now();
+  }
+
+  /**
+   * Rule 10: before a sync, the pod worker waits until the pod cache is newer than its last sync
+   * (kubernetes/kubernetes pkg/kubelet/pod_workers.go podWorkerLoop: "wait until we have observed
+   * status changes since the last syncPod method completed", `p.podCache.GetNewerThan(pod.UID,
+   * lastSyncTime)`). The cache turns newer only when a PLEG relist that started after that time
+   * ends (pkg/kubelet/container/cache.go getIfNewerThan; pkg/kubelet/pleg/generic.go relist takes
+   * `timestamp := g.clock.Now()` first and ends with `g.cache.UpdateTime(timestamp)`), every
+   * second (kubelet.go genericPlegRelistPeriod). So a patch that comes less than a relist after
+   * the pod's last sync is acted on at the next relist tick, up to 1 s later; one that comes
+   * later is acted on at once. Resolves at once when the pod is killed.
+   */
+  async waitForNewerCache(): Promise<void> {
+    const { statusRelistMs: period, syncWaitsForRelist } = this.deps.behaviour;
+    if (!syncWaitsForRelist || period <= 0) return;
+    // The node's relist ticks at multiples of the period (StatusPublisher.publish).
+    const nextRelist = (Math.floor(this.lastSyncMs / period) + 1) * period;
+    const wait = nextRelist - Date.now();
+    if (wait > 0) await this.pause(wait);
   }
 
   /** Sleeps `ms` unless the pod is killed first. */

@@ -167,6 +167,8 @@ export class StatusPublisher {
       () => {
         this.#relist = undefined;
         this.flush();
+        // The relist's events trigger a sync of the pod (rule 10: the next one waits for a newer relist).
+        this.#state.synced();
       },
       period - (Date.now() % period),
     );
@@ -176,6 +178,7 @@ export class StatusPublisher {
   publishNow(run?: ContainerRun): void {
     if (run) run.view = snapshot(run);
     this.#write();
+    this.#state.synced();
   }
 
   /** A relist: every container's state as it is now, written at once. */

@@ -78,13 +78,18 @@ export class PodWorker {
       if (run.state.running && run.runningImage !== c.image && !run.restarting && !this.#queuedKills.has(run)) {
         this.#queuedKills.add(run);
         void this.#patchKills.run(async () => {
+          // Rule 10: the sync waits for a pod cache newer than the last sync (pod_workers.go podWorkerLoop, GetNewerThan).
+          await state.waitForNewerCache();
           this.#queuedKills.delete(run);
           // The sync acts on the spec and state it finds when its turn comes.
           const wanted = state.pod.spec.containers.find((spec) => spec.name === run.name)?.image;
           if (state.stopping || !run.state.running || run.restarting || run.runningImage === wanted) return;
           await this.#runner.restart(run);
         });
-      } else if (run.state.waiting) run.wake?.();
+      } else if (run.state.waiting) {
+        // Rule 10 too: the sync that picks up the new image waits for a newer pod cache.
+        void state.waitForNewerCache().then(() => run.wake?.());
+      }
     }
   }
 
@@ -104,6 +109,14 @@ export class PodWorker {
     if (reason === 'InvalidImageName' || reason === 'ErrImageNeverPull')
       throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: image can't be pulled`);
     throw badRequest(`container "${container}" in pod "${pod}" is waiting to start: ${reason}`);
+  }
+
+  /** True while the Docker container `dockerId` is this pod's running instance of a container (the CRI's CONTAINER_RUNNING). */
+  containerRunning(dockerId: string): boolean {
+    for (const run of this.#state.runs.values()) {
+      if (run.dockerId === dockerId) return run.state.running !== undefined && run.exited === undefined;
+    }
+    return false;
   }
 
   /** Kills everything now and removes the pod's Docker objects (pod deleted, or shutdown). */
