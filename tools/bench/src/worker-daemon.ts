@@ -34,10 +34,14 @@ export interface BenchWorker {
 
 /** The forms to measure: the command as it runs by default (and from source when that differs), and the image when it exists. */
 export function workerForms(only = process.env.BENCH_FORMS): WorkerForm[] {
-  const want = new Set((only ?? 'command,source,image').split(',').map((s) => s.trim()));
+  const want = new Set((only ?? 'command,unit,source,image').split(',').map((s) => s.trim()));
   const forms: WorkerForm[] = [];
   const info = spawnSync(process.execPath, [BERTH, '--build-info'], { encoding: 'utf8' }).stdout.trim();
   if (want.has('command')) forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]})`, env: {} });
+  // The systemd unit (apps/worker/deploy/systemd) runs the command with the image's V8 setting.
+  const unit = /^Environment=NODE_OPTIONS=(.*)$/m.exec(readFileSync(path.join(ROOT, 'apps/worker/deploy/systemd/berth-worker.service'), 'utf8'))?.[1];
+  if (want.has('unit') && unit !== undefined)
+    forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, systemd unit)`, env: { NODE_OPTIONS: unit } });
   if (want.has('source') && !info.startsWith('source')) forms.push({ kind: 'command', label: 'berth start (source)', env: { BERTH_FROM_SOURCE: '1' } });
   const image = process.env.BERTH_WORKER_IMAGE ?? 'berth/worker:dev';
   if (want.has('image') && spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0)

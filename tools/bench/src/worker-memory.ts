@@ -10,7 +10,7 @@
  *
  * Goals: idle ≤ 60 MB, peak ≤ 80 MB. Reference: a bare `node -e` idling (printed).
  *
- *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,source,image)
+ *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image)
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
