@@ -75,16 +75,25 @@ function timeline(sim: VelaSim, repo: string, from: number, to: number): Array<{
     });
 }
 
-/** The median offset of each call across builds, when every build made the same calls in the same order. */
+/** Each kind of call (its first of a build) at its median offset from the pop across the builds, in that order. */
 function printTimeline(timelines: Array<Array<{ label: string; ms: number }>>): void {
-  const first = timelines[0] ?? [];
-  const same = timelines.filter((t) => t.length === first.length && t.every((c, i) => c.label === first[i]!.label));
-  console.log(`  calls to the server after the pop (median ms of the ${same.length} builds that made the same calls):`);
+  const offsets = new Map<string, number[]>();
+  for (const t of timelines) {
+    const seen = new Set<string>();
+    for (const c of t) {
+      if (seen.has(c.label)) continue;
+      seen.add(c.label);
+      offsets.set(c.label, [...(offsets.get(c.label) ?? []), c.ms]);
+    }
+  }
+  const rows = [...offsets].map(([label, ms]) => ({ label, ms: median(ms), builds: ms.length })).sort((a, b) => a.ms - b.ms);
+  console.log(`  calls to the server after the pop (each kind's first call, median ms of the builds):`);
   let last = 0;
-  for (let i = 0; i < first.length; i++) {
-    const ms = median(same.map((t) => t[i]!.ms));
-    console.log(`  ${ms.toFixed(0).padStart(6)} ms (+${(ms - last).toFixed(0).padStart(4)})  ${first[i]!.label}`);
-    last = ms;
+  for (const r of rows) {
+    console.log(
+      `  ${r.ms.toFixed(0).padStart(6)} ms (+${(r.ms - last).toFixed(0).padStart(4)})  ${r.label}${r.builds < timelines.length ? ` (${r.builds} builds)` : ''}`,
+    );
+    last = r.ms;
   }
 }
 
