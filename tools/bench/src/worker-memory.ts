@@ -61,19 +61,20 @@ try {
     let worker: BenchWorker | undefined;
     try {
       worker = await startWorker(sim, form);
+      const atReady = memoryOf(worker.pid).hwmMb;
       const idle = await idleRss(worker.pid);
-      let seen = 0;
       for (let i = 0; i < BUILDS; i++) {
         const since = performance.timeOrigin + performance.now();
         const b = await runOneBuild(sim, worker, 'mem');
         if (b.status !== 'success') throw new Error(`${form.label}: build ${b.id} ended ${b.status}: ${worker.log().slice(-800)}`);
-        seen = Math.max(seen, memoryOf(worker.pid).rssMb);
         await waitUntilPopping(sim, since);
       }
       const after = await idleRss(worker.pid);
       const peak = memoryOf(worker.pid).hwmMb;
       results.push({ label: form.label, idle, after, peak });
-      console.log(`${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`);
+      console.log(
+        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready)`,
+      );
     } finally {
       await worker?.stop();
     }
