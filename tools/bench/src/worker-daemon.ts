@@ -174,7 +174,9 @@ export async function runOneBuild(sim: VelaSim, worker: BenchWorker, tag: string
   const status = sim.builds.get(id)!.status!;
   const puts = sim.callsTo('PUT', `/api/v1/repos/bench/${repo}/builds/1`).filter((c) => c.status === 200);
   const finalAt = puts.at(-1)?.at ?? NaN;
-  return { id, repo, status, enqueuedAt, finalAt };
+  // The worker may pop (and ask for the build token) before enqueueBuild has returned here.
+  const token = sim.callsTo('GET', `/api/v1/repos/bench/${repo}/builds/1/token`)[0]?.at ?? Infinity;
+  return { id, repo, status, enqueuedAt: Math.min(enqueuedAt, token), finalAt };
 }
 
 /** Waits until the worker is back on the queue after a build (its next GET of itself, exec.go, then a moment for the pop). */
