@@ -63,7 +63,7 @@ describe('berth start-up', () => {
   it('validate loads neither the executor, a runtime, nor the daemon', async () => {
     const { stdout, modules } = await loads(['validate', 'examples/hello.yml']);
     expect(stdout).toContain('is valid');
-    const heavy = modules.filter((m) => /executor|runtime-docker|runtime-kubernetes|dockerode|client-node|fastify|ioredis|daemon/.test(m));
+    const heavy = modules.filter((m) => /executor|runtime-docker|runtime-kubernetes|dockerode|client-node|find-my-way|ioredis|daemon/.test(m));
     expect(heavy).toEqual([]);
   });
 
@@ -153,7 +153,7 @@ describe('berth start-up, per command', () => {
     expect(stdout).toMatch(/success/);
     expect(modules.some((m) => /runtime-docker/.test(m))).toBe(true);
     const daemon = modules.filter((m) =>
-      /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|fastify|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
+      /\/daemon\/|\/vela\/(?:client|queue|reporter|auth|claim|log-upload)|find-my-way|ioredis|prom-client|client-node|runtime-kubernetes/.test(m),
     );
     expect(daemon).toEqual([]);
     // No fetch either: an ES import of node:http loads undici for its WebSocket exports.

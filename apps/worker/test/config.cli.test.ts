@@ -190,7 +190,7 @@ describe('the state directory', () => {
       const { main } = await import(${JSON.stringify(main)});
       const io = { stdout: { write() {} }, stderr: process.stderr, env: {}, cwd: process.cwd(), exitCode: 0 };
       await main(['node', 'berth', '--version'], io);
-      console.log(JSON.stringify({ total: loaded.length, daemon: loaded.filter((u) => /\\/daemon\\/|fastify|ioredis|prom-client/.test(u)) }));`;
+      console.log(JSON.stringify({ total: loaded.length, daemon: loaded.filter((u) => /\\/daemon\\/|find-my-way|ioredis|prom-client/.test(u)) }));`;
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { total: number; daemon: string[] };
     expect(result.total).toBeGreaterThan(10);

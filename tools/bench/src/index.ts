@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const benchmarks = ['docker-runs.ts', 'docker-logs.ts', 'step-overhead.ts'];
+const benchmarks = ['docker-runs.ts', 'docker-logs.ts', 'step-overhead.ts', 'worker-memory.ts', 'build-overhead.ts'];
 let failed = false;
 for (const file of benchmarks) {
   const result = spawnSync(process.execPath, ['--conditions=@berth/source', path.join(import.meta.dirname, file)], { stdio: 'inherit' });

@@ -21,6 +21,8 @@ export interface CallRecord {
   tokenType?: TokenType | undefined;
   /** Size of the request body in bytes. */
   requestBytes: number;
+  /** When the request's body had arrived (`performance.timeOrigin + performance.now()`, ms since the epoch, fractional). */
+  at: number;
   /** For log PUTs: size of the decoded `data`. */
   logDataBytes?: number | undefined;
   /** The injected fault, if any. */
@@ -153,6 +155,7 @@ export class ApiFront {
       query: url.search.replace(/^\?/, ''),
       status: 0,
       requestBytes: raw.length,
+      at: performance.timeOrigin + performance.now(),
       summary: '',
     };
     this.calls.push(record);

@@ -1,9 +1,13 @@
 /**
- * The worker's HTTP API (fastify), Vela's routes: health, readiness, version, metrics,
- * registration, and the executors a Vela server reads and cancels builds through.
+ * The worker's HTTP API, Vela's routes: health, readiness, version, metrics, registration, and
+ * the executors a Vela server reads and cancels builds through. node:http (node:https with TLS)
+ * and find-my-way, fastify's router: a dozen routes answering small JSON bodies need neither
+ * fastify's schemas, serializers nor plugin system, which held ~10 MB of an idle worker's memory
+ * (tools/bench worker-memory).
  */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { arch, platform } from 'node:os';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
 import { probeRuntime } from '../runtimes.ts';
 import type { SlotEntry, WorkerApiHost } from './types.ts';
 import { errText } from './util.ts';
@@ -35,123 +39,188 @@ function executorJson(daemon: WorkerApiHost, entry: SlotEntry): Record<string, u
   return { id: entry.slot, runtime: daemon.config.runtime.driver, distribution: 'linux', build: entry.build(), pipeline: entry.pipeline };
 }
 
-const json = (reply: FastifyReply, status: number, body: unknown): FastifyReply =>
-  reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
+/** The API's server: listen, its address, close (new requests get 503 meanwhile, idle connections end). */
+export interface ApiServer {
+  readonly server: Server;
+  listen(at: { host: string; port: number }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The largest request body accepted (no route reads one; POST /register ignores its body). */
+const BODY_LIMIT = 64 * 1024;
+
+const json = (res: ServerResponse, status: number, body: unknown): void => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+};
+
+/** Reads and drops the request's body; false (after answering 413) when it is larger than {@link BODY_LIMIT}. */
+function drainBody(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > BODY_LIMIT && !over) {
+        over = true;
+        res.setHeader('connection', 'close');
+        json(res, 413, { error: 'Request body is too large' });
+        resolve(false);
+      }
+    });
+    req.once('end', () => resolve(!over));
+    req.once('error', () => resolve(false));
+  });
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string | undefined>) => void | Promise<void>;
 
 /**
  * Builds the API of `daemon`. Every `/api/v1` route requires a bearer token the Vela server
  * validates (`GET /validate-token`): no bearer → 400 `error parsing token`, a token the server
  * refuses → 401, the server unreachable → 500 `error validating token`, as go-vela/worker answers.
  */
-export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {}): FastifyInstance {
-  const base = { logger: false, bodyLimit: 64 * 1024, return503OnClosing: true } as const;
-  // go-vela/worker cmd/vela-worker/server.go: TLS with the worker's certificate and key when the
-  // worker address is https, with tls.Config MinVersion from server.tls-min-version.
-  const app = (
-    options.tls
-      ? Fastify({ ...base, https: { cert: options.tls.cert, key: options.tls.key, minVersion: TLS_VERSIONS[options.tls.minVersion] } })
-      : Fastify(base)
-  ) as FastifyInstance;
-  // POST /register takes no body; accept and ignore whatever comes.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
-
-  app.setNotFoundHandler((req, reply) => json(reply, 404, { error: `no route ${req.method} ${req.url.split('?')[0]}` }));
-  app.setErrorHandler((error: { statusCode?: number; message?: string }, _req, reply) => {
-    const status = typeof error.statusCode === 'number' && error.statusCode >= 400 ? error.statusCode : 500;
-    if (status >= 500) daemon.log.error({ err: error }, 'worker API error');
-    return json(reply, status, { error: error.message ?? 'internal error' });
+export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {}): ApiServer {
+  let closing = false;
+  const router = FindMyWay({
+    defaultRoute: (req, res) => json(res, 404, { error: `no route ${req.method} ${(req.url ?? '').split('?')[0]}` }),
   });
+  /** A GET route answers HEAD too (without a body: node:http drops it). */
+  const get = (path: string, handler: Handler): void => router.on(['GET', 'HEAD'], path, handler);
 
-  app.get('/health', (_req, reply) => json(reply, 200, 'ok'));
-  app.get('/version', (_req, reply) => json(reply, 200, versionBody(daemon.version)));
-  app.get('/metrics', async (_req, reply) => {
+  get('/health', (_req, res) => json(res, 200, 'ok'));
+  get('/version', (_req, res) => json(res, 200, versionBody(daemon.version)));
+  get('/metrics', async (_req, res) => {
     const text = await daemon.metrics.registry.metrics();
-    return reply.code(200).type(daemon.metrics.registry.contentType).send(text);
+    res.writeHead(200, { 'content-type': daemon.metrics.registry.contentType, 'content-length': Buffer.byteLength(text) });
+    res.end(text);
   });
-  app.get('/ready', async (_req, reply) => {
+  get('/ready', async (_req, res) => {
     const r = await daemon.readiness(probeRuntime);
     const failed = Object.entries(r.checks)
       .filter(([, c]) => !c.ok)
       .map(([k]) => k);
-    return json(reply, r.ready ? 200 : 503, { ready: r.ready, ...(daemon.draining ? { draining: true } : {}), failed, checks: r.checks });
+    json(res, r.ready ? 200 : 503, { ready: r.ready, ...(daemon.draining ? { draining: true } : {}), failed, checks: r.checks });
   });
-  app.post('/register', (req, reply) => {
-    const res = daemon.credentials.offerRegistration(req.headers.authorization);
-    if (res.status === 200) daemon.log.info({ answer: res.body }, 'registration token received');
-    else daemon.log.warn({ answer: res.body }, 'registration token refused');
-    return json(reply, res.status, res.body);
+  router.on('POST', '/register', (req, res) => {
+    const answer = daemon.credentials.offerRegistration(req.headers.authorization);
+    if (answer.status === 200) daemon.log.info({ answer: answer.body }, 'registration token received');
+    else daemon.log.warn({ answer: answer.body }, 'registration token refused');
+    json(res, answer.status, answer.body);
   });
 
-  void app.register(
-    (api, _opts, done) => {
-      api.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
-        const header = req.headers.authorization;
-        if (typeof header !== 'string' || !header.startsWith('Bearer ') || header.slice(7).trim() === '') {
-          daemon.log.warn({ route: req.url }, 'worker API call without a bearer token');
-          return json(reply, 400, { error: 'error parsing token: no bearer token in the Authorization header' });
-        }
-        let valid: boolean;
-        try {
-          valid = await daemon.validateServerToken(header.slice(7).trim());
-        } catch (e) {
-          daemon.log.error({ route: req.url, err: e }, 'could not validate a token with the server');
-          return json(reply, 500, { error: `error validating token: ${errText(e)}` });
-        }
-        if (!valid) {
-          daemon.log.warn({ route: req.url }, 'worker API call with a token the server does not validate');
-          return json(reply, 401, { error: 'unable to validate token' });
-        }
-        return undefined;
-      });
+  /** The routes under /api/v1: a bearer token the server validates first. */
+  const guarded =
+    (handler: Handler): Handler =>
+    async (req, res, params) => {
+      const header = req.headers.authorization;
+      if (typeof header !== 'string' || !header.startsWith('Bearer ') || header.slice(7).trim() === '') {
+        daemon.log.warn({ route: req.url }, 'worker API call without a bearer token');
+        json(res, 400, { error: 'error parsing token: no bearer token in the Authorization header' });
+        return;
+      }
+      let valid: boolean;
+      try {
+        valid = await daemon.validateServerToken(header.slice(7).trim());
+      } catch (e) {
+        daemon.log.error({ route: req.url, err: e }, 'could not validate a token with the server');
+        json(res, 500, { error: `error validating token: ${errText(e)}` });
+        return;
+      }
+      if (!valid) {
+        daemon.log.warn({ route: req.url }, 'worker API call with a token the server does not validate');
+        json(res, 401, { error: 'unable to validate token' });
+        return;
+      }
+      await handler(req, res, params);
+    };
+  const api = (methods: string[], path: string, handler: Handler): void =>
+    router.on(methods as Parameters<typeof router.on>[0], `/api/v1${path}`, guarded(handler));
 
-      const slotOf = (req: FastifyRequest, reply: FastifyReply): SlotEntry | FastifyReply => {
-        const raw = (req.params as { id?: string }).id ?? '';
-        const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
-        if (!Number.isInteger(n) || n >= daemon.config.build.limit) {
-          return json(reply, 400, { error: `invalid executor id ${JSON.stringify(raw)}: use 0 to ${daemon.config.build.limit - 1}` });
-        }
-        const entry = daemon.slots.get(n);
-        if (!entry) return json(reply, 404, { error: `no build is running on executor ${n}` });
-        return entry;
-      };
-      const isEntry = (x: SlotEntry | FastifyReply): x is SlotEntry => typeof (x as SlotEntry).build === 'function';
+  /** The slot the `:id` parameter names, or undefined after answering 400 or 404. */
+  const slotOf = (params: Record<string, string | undefined>, res: ServerResponse): SlotEntry | undefined => {
+    const raw = params.id ?? '';
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isInteger(n) || n >= daemon.config.build.limit) {
+      json(res, 400, { error: `invalid executor id ${JSON.stringify(raw)}: use 0 to ${daemon.config.build.limit - 1}` });
+      return undefined;
+    }
+    const entry = daemon.slots.get(n);
+    if (!entry) json(res, 404, { error: `no build is running on executor ${n}` });
+    return entry;
+  };
+  const executor = (path: string, answer: (entry: SlotEntry) => unknown): void =>
+    api(['GET', 'HEAD'], `/executors/:id${path}`, (_req, res, params) => {
+      const e = slotOf(params, res);
+      if (e) json(res, 200, answer(e));
+    });
 
-      api.get('/executors', (_req, reply) =>
-        json(
-          reply,
-          200,
-          [...daemon.slots.values()].sort((a, b) => a.slot - b.slot).map((e) => executorJson(daemon, e)),
-        ),
-      );
-      api.get('/executors/:id', (req, reply) => {
-        const e = slotOf(req, reply);
-        return isEntry(e) ? json(reply, 200, executorJson(daemon, e)) : e;
-      });
-      api.get('/executors/:id/build', (req, reply) => {
-        const e = slotOf(req, reply);
-        return isEntry(e) ? json(reply, 200, e.build()) : e;
-      });
-      api.get('/executors/:id/pipeline', (req, reply) => {
-        const e = slotOf(req, reply);
-        return isEntry(e) ? json(reply, 200, e.pipeline) : e;
-      });
-      api.get('/executors/:id/repo', (req, reply) => {
-        const e = slotOf(req, reply);
-        return isEntry(e) ? json(reply, 200, e.repo ?? {}) : e;
-      });
-      // Answers once the cancel is recorded; the build stops in the background (daemon.cancel).
-      api.delete('/executors/:id/build/cancel', (req, reply) => {
-        const e = slotOf(req, reply);
-        if (!isEntry(e)) return e;
-        const res = daemon.cancel(e.slot);
-        // 200 with the build either way: the server parses the body as a Build whatever the status.
-        return res ? json(reply, 200, res.build) : json(reply, 404, { error: `no build is running on executor ${e.slot}` });
-      });
-      api.post('/shutdown', (_req, reply) => json(reply, 501, 'This endpoint is not yet implemented'));
-      done();
-    },
-    { prefix: '/api/v1' },
+  api(['GET', 'HEAD'], '/executors', (_req, res) =>
+    json(
+      res,
+      200,
+      [...daemon.slots.values()].sort((a, b) => a.slot - b.slot).map((e) => executorJson(daemon, e)),
+    ),
   );
-  return app;
+  executor('', (e) => executorJson(daemon, e));
+  executor('/build', (e) => e.build());
+  executor('/pipeline', (e) => e.pipeline);
+  executor('/repo', (e) => e.repo ?? {});
+  // Answers once the cancel is recorded; the build stops in the background (daemon.cancel).
+  api(['DELETE'], '/executors/:id/build/cancel', (_req, res, params) => {
+    const e = slotOf(params, res);
+    if (!e) return;
+    const canceled = daemon.cancel(e.slot);
+    // 200 with the build either way: the server parses the body as a Build whatever the status.
+    if (canceled) json(res, 200, canceled.build);
+    else json(res, 404, { error: `no build is running on executor ${e.slot}` });
+  });
+  api(['POST'], '/shutdown', (_req, res) => json(res, 501, 'This endpoint is not yet implemented'));
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    void (async () => {
+      try {
+        if (!(await drainBody(req, res))) return;
+        if (closing) {
+          res.setHeader('connection', 'close');
+          json(res, 503, { error: 'the worker API is closing' });
+          return;
+        }
+        await router.lookup(req, res);
+      } catch (error) {
+        daemon.log.error({ err: error }, 'worker API error');
+        if (!res.headersSent) json(res, 500, { error: errText(error) });
+        else res.destroy();
+      }
+    })();
+  };
+  // go-vela/worker cmd/vela-worker/server.go: TLS with the worker's certificate and key when the
+  // worker address is https, with tls.Config MinVersion from server.tls-min-version.
+  const server: Server = options.tls
+    ? process
+        .getBuiltinModule('node:https')
+        .createServer({ cert: options.tls.cert, key: options.tls.key, minVersion: TLS_VERSIONS[options.tls.minVersion] }, onRequest)
+    : process.getBuiltinModule('node:http').createServer(onRequest);
+  return {
+    server,
+    listen: ({ host, port }) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        closing = true;
+        if (!server.listening) {
+          resolve();
+          return;
+        }
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
 }

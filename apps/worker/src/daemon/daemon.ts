@@ -7,7 +7,6 @@ import { type CancelFunc, type Context, background, isContextError, sleep, withC
 import { isFinal, RuntimeEventRouter } from '@berth/executor';
 import { isRuntimeError, type Runtime, type RuntimeDescriptor } from '@berth/runtime';
 import { readFileSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { loadRuntime } from '../plugins/load.ts';
 import { instrumentRuntime, type RuntimeSettings } from '../runtimes.ts';
@@ -15,7 +14,7 @@ import { WorkerCredentials } from '../vela/auth.ts';
 import { type RetryOptions, VelaClient } from '../vela/client.ts';
 import type { StartConfig } from '../vela/config.ts';
 import type { VelaBuild } from '../vela/models.ts';
-import { type ApiTls, createApi } from './api.ts';
+import { type ApiServer, type ApiTls, createApi } from './api.ts';
 import type { DaemonCore, Readiness, SlotEntry, WorkerApiHost } from './types.ts';
 import { Reaper } from './reaper.ts';
 import { Registrar } from './registrar.ts';
@@ -83,7 +82,7 @@ export class Daemon implements WorkerApiHost {
   readonly #state: RunningBuildsFile;
   /** Slot → its current build. Pruned when the build ends. */
   readonly slots = new Map<number, SlotEntry>();
-  #api: FastifyInstance | undefined;
+  #api: ApiServer | undefined;
   #apiUrl = '';
   #runtime: Runtime | undefined;
   /** What the parts share (see {@link DaemonCore}). */

@@ -1,0 +1,92 @@
+/**
+ * The worker's memory as shipped (issue 28 item 3): `berth start` (the command of a checkout after
+ * the README's set-up and `pnpm build`; from the sources too when that differs) and the worker
+ * image, registered with vela-sim on a real Redis, running BENCH_BUILDS (5) sequential builds of
+ * two quick steps on the real Docker engine.
+ *
+ * - idle: the median RSS (VmRSS) over BENCH_IDLE_MS (5 s) once /ready answers, after
+ *   BENCH_SETTLE_MS (3 s) for start-up to settle; again after the builds.
+ * - peak: VmHWM of the process at the end (start-up and the builds).
+ *
+ * Goals: idle ≤ 60 MB, peak ≤ 80 MB. Reference: a bare `node -e` idling (printed).
+ *
+ *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image)
+ */
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import { VelaSim } from '@berth/vela-sim';
+import { median } from './docker-common.ts';
+import { type BenchWorker, memoryOf, runOneBuild, startWorker, waitUntilPopping, workerForms } from './worker-daemon.ts';
+
+const BUILDS = Number(process.env.BENCH_BUILDS ?? 5);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 3000);
+const IDLE_GOAL = 60;
+const PEAK_GOAL = 80;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function idleRss(pid: number): Promise<number> {
+  await sleep(SETTLE_MS);
+  const samples: number[] = [];
+  const until = performance.now() + IDLE_MS;
+  while (performance.now() < until) {
+    samples.push(memoryOf(pid).rssMb);
+    await sleep(250);
+  }
+  return median(samples);
+}
+
+/** A bare Node process idling, for reference. */
+async function bareNode(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  try {
+    return await idleRss(child.pid!);
+  } finally {
+    child.kill();
+  }
+}
+
+console.log(
+  `worker memory: ${BUILDS} sequential builds of two steps on vela-sim, Redis and Docker; load ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs`,
+);
+console.log(`${'bare node (reference)'.padEnd(34)} idle ${(await bareNode()).toFixed(0)} MB`);
+const sim = await VelaSim.start();
+const results: Array<{ label: string; idle: number; after: number; peak: number }> = [];
+try {
+  for (const form of workerForms()) {
+    let worker: BenchWorker | undefined;
+    try {
+      worker = await startWorker(sim, form);
+      const atReady = memoryOf(worker.pid).hwmMb;
+      const idle = await idleRss(worker.pid);
+      for (let i = 0; i < BUILDS; i++) {
+        const since = performance.timeOrigin + performance.now();
+        const b = await runOneBuild(sim, worker, 'mem');
+        if (b.status !== 'success') throw new Error(`${form.label}: build ${b.id} ended ${b.status}: ${worker.log().slice(-800)}`);
+        await waitUntilPopping(sim, since);
+      }
+      const after = await idleRss(worker.pid);
+      const peak = memoryOf(worker.pid).hwmMb;
+      results.push({ label: form.label, idle, after, peak });
+      console.log(
+        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready)`,
+      );
+    } finally {
+      await worker?.stop();
+    }
+  }
+} finally {
+  await sim.close();
+}
+const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+for (const r of results) {
+  const idle = Math.max(r.idle, r.after);
+  console.log(
+    `${r.label}: idle ${idle.toFixed(0)} MB (goal ≤ ${IDLE_GOAL} MB, ratio ${(idle / IDLE_GOAL).toFixed(2)}: ${met(idle <= IDLE_GOAL)}), ` +
+      `peak ${r.peak.toFixed(0)} MB (goal ≤ ${PEAK_GOAL} MB, ratio ${(r.peak / PEAK_GOAL).toFixed(2)}: ${met(r.peak <= PEAK_GOAL)})`,
+  );
+}
