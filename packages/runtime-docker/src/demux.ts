@@ -33,7 +33,6 @@ export interface DockerLogDemuxerOptions {
    * The source's chunks are this demuxer's to overwrite (a socket it alone reads): the payloads of
    * a chunk are moved together inside it, over the frame headers, and passed on as one view of it,
    * with no copy. Off by default: a source whose chunks are kept elsewhere would see them change.
-   * Applies to sources without timestamps.
    */
   reuseChunks?: boolean;
   /**
@@ -148,8 +147,12 @@ export class DockerLogDemuxer extends Readable {
   #dropFrame = false;
   /** Per stream type: frames of that stream up to this timestamp are dropped (a continuation from `since`). */
   #skipThrough: (string | undefined)[] = [];
-  /** The last delivered frame's timestamp, kept as bytes and decoded only when asked for. */
-  #lastTimestamps: (Buffer | undefined)[] = [undefined, undefined, undefined, undefined];
+  /**
+   * Per stream type, the last delivered frame's timestamp: its bytes copied (the chunk they came in
+   * is reused) and decoded only when asked for; length 0 for none.
+   */
+  readonly #lastTimestampBytes = [0, 1, 2, 3].map(() => Buffer.alloc(MAX_TIMESTAMP_BYTES));
+  readonly #lastTimestampLengths = [0, 0, 0, 0];
 
   constructor(source: Readable, options: DockerLogDemuxerOptions = {}) {
     super({ highWaterMark: options.highWaterMark ?? 64 * 1024 });
@@ -185,7 +188,7 @@ export class DockerLogDemuxer extends Readable {
    * not quite (each pipe has its own copier), so a continuation drops frames per stream.
    */
   get lastTimestamps(): readonly (string | undefined)[] {
-    return this.#lastTimestamps.map((timestamp) => timestamp?.toString('latin1'));
+    return this.#lastTimestampLengths.map((length, type) => (length === 0 ? undefined : this.#lastTimestampBytes[type]?.toString('latin1', 0, length)));
   }
 
   override _read(): void {
@@ -404,8 +407,7 @@ export class DockerLogDemuxer extends Readable {
 
   readonly #onData = (chunk: Buffer | string): void => {
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    // Timestamps stay views of the chunk (lastTimestamps): it is read in place only without them.
-    this.#chunk = this.#reuseChunks && !this.#timestamps ? data : undefined;
+    this.#chunk = this.#reuseChunks ? data : undefined;
     this.#write = 0;
     this.#runStart = 0;
     let wantMore = true;
@@ -530,7 +532,10 @@ export class DockerLogDemuxer extends Readable {
       this.#dropFrame = true;
       return;
     }
-    this.#lastTimestamps[this.#type] = timestamp;
+    const kept = this.#lastTimestampBytes[this.#type];
+    if (kept === undefined) return;
+    timestamp.copy(kept);
+    this.#lastTimestampLengths[this.#type] = timestamp.length;
   }
 
   #endFrame(): void {

@@ -20,6 +20,13 @@ function pieces(data: Buffer, size: number): Readable {
   return Readable.from(parts, { objectMode: false });
 }
 
+/** Each piece of the wire as a chunk of its own buffer, as a socket hands them over (and a record of them). */
+function socketPieces(data: Buffer, size: number): { source: Readable; chunks: Buffer[] } {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < data.length; i += size) chunks.push(Buffer.from(data.subarray(i, i + size)));
+  return { source: Readable.from(chunks, { objectMode: false }), chunks };
+}
+
 describe('DockerLogDemuxer', () => {
   const wire = Buffer.concat([frame(1, 'out 1\n'), frame(2, 'err 1\n'), frame(1, 'out 2\n'), frame(1, ''), frame(2, 'tail')]);
 
@@ -84,9 +91,12 @@ describe('DockerLogDemuxer', () => {
     it('removes the timestamp of every frame, even when cut inside it, and remembers the last one', async () => {
       const data = Buffer.concat([stamped(1, 1, 'a\n'), stamped(2, 2, 'b\n'), stamped(1, 3, 'c')]);
       for (const size of [1, 5, 31, 32, 1000]) {
-        const logs = new DockerLogDemuxer(pieces(data, size), { timestamps: true });
-        expect((await collect(logs)).toString()).toBe('a\nb\nc');
-        expect(logs.lastTimestamp).toBe(ts(3));
+        for (const reuseChunks of [false, true]) {
+          const logs = new DockerLogDemuxer(socketPieces(data, size).source, { timestamps: true, reuseChunks });
+          expect((await collect(logs)).toString()).toBe('a\nb\nc');
+          expect(logs.lastTimestamp).toBe(ts(3));
+          expect(logs.lastTimestamps).toEqual([undefined, ts(3), ts(2), undefined]);
+        }
       }
     });
 
@@ -119,13 +129,6 @@ describe('DockerLogDemuxer', () => {
   });
 
   describe('a live source (the attach)', () => {
-    /** Each piece of the wire as a chunk of its own buffer, as a socket hands them over (and a record of them). */
-    function socketPieces(data: Buffer, size: number): { source: Readable; chunks: Buffer[] } {
-      const chunks: Buffer[] = [];
-      for (let i = 0; i < data.length; i += size) chunks.push(Buffer.from(data.subarray(i, i + size)));
-      return { source: Readable.from(chunks, { objectMode: false }), chunks };
-    }
-
     it('keeps lines whole: what stderr sends while a stdout line is unfinished waits for its end, then each stream holds its unfinished line', async () => {
       const wire = Buffer.concat([frame(1, 'out 1\nout '), frame(2, 'err 1\ner'), frame(1, '2\nout 3\n'), frame(2, 'r 2\n'), frame(1, 'out 4\n')]);
       for (const size of [1, 3, 8, 13, 1000]) {
