@@ -75,8 +75,9 @@ export class LogBatcher {
       this.#pendingBytes += rest.length;
       if (this.#pendingBytes === this.#batchBytes) await this.#send(this.#takeAll());
     }
-    if (this.#pendingBytes === 0) this.#clearTimer();
-    else if (this.#timer === undefined && !this.#closed) {
+    // A timer armed for earlier bytes stays (it may send these a little early): one timer per
+    // interval, not one set and cleared per write.
+    if (this.#pendingBytes > 0 && this.#timer === undefined && !this.#closed) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
         if (this.#pendingBytes > 0) this.#enqueue(this.#takeAll());
