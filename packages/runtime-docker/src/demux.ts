@@ -30,6 +30,12 @@ export interface DockerLogDemuxerOptions {
   /** How long a live source may stay paused by a slow reader before it is given up (`lost`); 5 000 ms by default. */
   stallMs?: number;
   /**
+   * The source's chunks are this demuxer's to overwrite (a socket it alone reads): the payloads of
+   * a chunk are moved together inside it, over the frame headers, and passed on as one view of it,
+   * with no copy. Off by default: a source whose chunks are kept elsewhere would see them change.
+   */
+  reuseChunks?: boolean;
+  /**
    * Whether a paused live source still holds its writer (the container runs); when it says no, a
    * slow reader is no reason to give the source up. Always yes by default.
    */
@@ -65,11 +71,22 @@ const SYSTEMERR = 3;
 const MAX_TIMESTAMP_BYTES = 48;
 /** The most bytes of a line held back from a live source before they are delivered anyway (the engine's log copier, moby daemon/logger/copier.go `Copier.copySrc`, splits lines at its 16 KiB buffer). */
 const MAX_PARTIAL_BYTES = 16 * 1024;
+/**
+ * The most bytes of the other stream held while the line one stream left unfinished before the
+ * streams first mixed waits for its end (its writer may buffer in blocks that end anywhere, and
+ * the other stream write a lot meanwhile); past it that line counts as ended.
+ */
+const MAX_HELD_BYTES = 1024 * 1024;
 
 /**
  * Turns the Docker engine's multiplexed log stream (8-byte frame headers: stream type, three zero
  * bytes, big-endian payload length) into one Readable of the payload bytes, stdout and stderr in
  * the order the engine sent them.
+ *
+ * A live source's streams are kept line by line, so stderr never lands in the middle of a stdout
+ * line: while one stream alone has written, its bytes pass as they come; once both have, each
+ * stream's unfinished last line is held until it ends (at most {@link MAX_PARTIAL_BYTES}), and
+ * what the other stream sent while the first one's line was unfinished waits for that line's end.
  *
  * Unlike docker-modem's `demuxStream`, it ends when the source ends, reports the source's errors,
  * and honours backpressure: when the reader is slow the source is paused, so the engine's socket
@@ -94,8 +111,21 @@ export class DockerLogDemuxer extends Readable {
   /** Payload bytes delivered per stream type, and bytes still to drop per stream type (a continuation from the start). */
   readonly #delivered = [0, 0, 0, 0];
   readonly #skip = [0, 0, 0, 0];
-  /** Per stream type, the end of a live payload after its last line end, held until the line ends. */
+  /** The stream type whose delivered live bytes end in an unfinished line (0: none). */
+  #open = 0;
+  /** The first stream type of the live source, and whether another one has written since. */
+  #firstType = 0;
+  #mixed = false;
+  /** Per stream type, the end of a live payload after its last line end, held until the line ends (once the streams mixed). */
   readonly #partial: (Buffer | undefined)[] = [undefined, undefined, undefined, undefined];
+  /** Per stream type, live payloads held (copied) while another stream's line is unfinished. */
+  readonly #held: (Buffer[] | undefined)[] = [undefined, undefined, undefined, undefined];
+  readonly #heldBytes = [0, 0, 0, 0];
+  readonly #reuseChunks: boolean;
+  /** While a chunk is read in place: the chunk, where its next payload byte goes, and where its unpushed run of payloads starts. */
+  #chunk: Buffer | undefined;
+  #write = 0;
+  #runStart = 0;
   readonly #header = Buffer.alloc(HEADER_BYTES);
   #headerFilled = 0;
   #remaining = 0;
@@ -117,8 +147,12 @@ export class DockerLogDemuxer extends Readable {
   #dropFrame = false;
   /** Per stream type: frames of that stream up to this timestamp are dropped (a continuation from `since`). */
   #skipThrough: (string | undefined)[] = [];
-  /** The last delivered frame's timestamp, kept as bytes and decoded only when asked for. */
-  #lastTimestamps: (Buffer | undefined)[] = [undefined, undefined, undefined, undefined];
+  /**
+   * Per stream type, the last delivered frame's timestamp: its bytes copied (the chunk they came in
+   * is reused) and decoded only when asked for; length 0 for none.
+   */
+  readonly #lastTimestampBytes = [0, 1, 2, 3].map(() => Buffer.alloc(MAX_TIMESTAMP_BYTES));
+  readonly #lastTimestampLengths = [0, 0, 0, 0];
 
   constructor(source: Readable, options: DockerLogDemuxerOptions = {}) {
     super({ highWaterMark: options.highWaterMark ?? 64 * 1024 });
@@ -129,6 +163,7 @@ export class DockerLogDemuxer extends Readable {
     this.#live = options.live ?? false;
     this.#stallMs = options.stallMs ?? 5_000;
     this.#holds = options.holds ?? (() => true);
+    this.#reuseChunks = options.reuseChunks ?? false;
     if (this.#live) this.#timestamps = false;
     this.#attach();
   }
@@ -153,7 +188,7 @@ export class DockerLogDemuxer extends Readable {
    * not quite (each pipe has its own copier), so a continuation drops frames per stream.
    */
   get lastTimestamps(): readonly (string | undefined)[] {
-    return this.#lastTimestamps.map((timestamp) => timestamp?.toString('latin1'));
+    return this.#lastTimestampLengths.map((length, type) => (length === 0 ? undefined : this.#lastTimestampBytes[type]?.toString('latin1', 0, length)));
   }
 
   override _read(): void {
@@ -205,17 +240,73 @@ export class DockerLogDemuxer extends Readable {
     this.#remaining = 0;
     this.#prefix = undefined;
     this.#systemError = [];
-    this.#partial.fill(undefined);
+    this.#dropHeld();
     this.#continue(true);
   }
 
   /**
-   * Delivers a live payload up to its last line end and holds the rest until the stream's next line
-   * end (at most {@link MAX_PARTIAL_BYTES}), as the engine's log copier does for its file: the
-   * attach passes the container's pipes on in reads that end anywhere, and stderr bytes must not
-   * land in the middle of a stdout line. Held bytes are not delivered: a continuation re-reads them.
+   * Delivers a live payload of stream `type`, keeping lines whole between the streams. The attach
+   * passes the container's pipes on in reads that end anywhere. While one stream alone has written
+   * (most logs), its payloads pass whole, so a chunk read in place goes on as one view of it. Once
+   * another stream writes: if the first one's line is unfinished, the newcomer is held until that
+   * line ends; from then on each stream's unfinished line is held (see {@link #deliverLines}).
+   * Held bytes are not delivered: a continuation re-reads them.
+   */
+  #deliverLive(type: number, payload: Buffer): void {
+    if (payload.length === 0) return;
+    if (this.#firstType === 0) this.#firstType = type;
+    else if (type !== this.#firstType) this.#mixed = true;
+    if (this.#open === 0) {
+      if (this.#mixed) {
+        this.#deliverLines(type, payload);
+        return;
+      }
+      this.#deliver(type, payload);
+      if (payload[payload.length - 1] !== 0x0a) this.#open = type;
+      return;
+    }
+    if (this.#open === type) {
+      const end = this.#mixed ? payload.indexOf(0x0a) : -1;
+      if (end < 0) {
+        this.#deliver(type, payload);
+        if (!this.#mixed && payload[payload.length - 1] === 0x0a) this.#open = 0;
+        return;
+      }
+      // The line the others wait for ends here: deliver up to its end, then them, then the rest.
+      this.#deliver(type, payload.subarray(0, end + 1));
+      this.#endOpenLine();
+      this.#deliverLines(type, payload.subarray(end + 1));
+      return;
+    }
+    // Another stream's line is unfinished: a copy, the payload is a view of a chunk that is reused.
+    (this.#held[type] ??= []).push(Buffer.from(payload));
+    this.#heldBytes[type] = (this.#heldBytes[type] ?? 0) + payload.length;
+    if ((this.#heldBytes[type] ?? 0) >= MAX_HELD_BYTES) this.#endOpenLine();
+  }
+
+  /** The unfinished line ended (or is taken as ended): what the other streams held goes, in stream order. */
+  #endOpenLine(): void {
+    this.#open = 0;
+    for (let type = 0; type < this.#held.length; type++) {
+      const held = this.#held[type];
+      if (held === undefined) continue;
+      this.#held[type] = undefined;
+      this.#heldBytes[type] = 0;
+      this.#deliverLines(type, held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held));
+    }
+  }
+
+  /**
+   * Delivers a payload up to its last line end and holds the rest until the stream's next line
+   * end (at most {@link MAX_PARTIAL_BYTES}), as the engine's log copier does for its file. From a
+   * source that is not live (the log file, after a seam) frames are whole lines: delivered as they are.
    */
   #deliverLines(type: number, payload: Buffer): void {
+    if (payload.length === 0) return;
+    if (!this.#live) {
+      this.#deliver(type, payload);
+      return;
+    }
     const held = this.#partial[type];
     const end = payload.lastIndexOf(0x0a);
     if (end < 0) {
@@ -243,26 +334,66 @@ export class DockerLogDemuxer extends Readable {
 
   /** Delivers what live payloads left held (the source ended: the container's streams closed). */
   #flushPartials(): void {
-    for (let type = 0; type < this.#partial.length; type++) {
-      const held = this.#partial[type];
+    for (let type = 0; type < this.#held.length; type++) {
+      const held = this.#held[type];
+      this.#held[type] = undefined;
+      this.#heldBytes[type] = 0;
+      if (held !== undefined) for (const piece of held) this.#deliver(type, piece);
+      const partial = this.#partial[type];
       this.#partial[type] = undefined;
-      if (held !== undefined) this.#deliver(type, held);
+      if (partial !== undefined) this.#deliver(type, partial);
     }
+    this.#open = 0;
+  }
+
+  /**
+   * Forgets what was held: the source was lost, and the next one has those bytes. An unfinished
+   * line stays open: the next source's bytes of the other stream wait until it ends there.
+   */
+  #dropHeld(): void {
+    this.#held.fill(undefined);
+    this.#heldBytes.fill(0);
+    this.#partial.fill(undefined);
+  }
+
+  /** What is left of a payload of stream `type` once what a continuation from the start must skip is dropped. */
+  #skipDelivered(type: number, payload: Buffer): Buffer {
+    const skip = this.#skip[type] ?? 0;
+    if (skip === 0) return payload;
+    const dropped = Math.min(skip, payload.length);
+    this.#skip[type] = skip - dropped;
+    return payload.subarray(dropped);
   }
 
   /** Delivers a payload piece of stream `type`, after dropping what a continuation from the start must skip. */
   #deliver(type: number, payload: Buffer): void {
-    let piece = payload;
-    const skip = this.#skip[type] ?? 0;
-    if (skip > 0) {
-      const dropped = Math.min(skip, piece.length);
-      this.#skip[type] = skip - dropped;
-      piece = piece.subarray(dropped);
-    }
+    const piece = this.#skipDelivered(type, payload);
     if (piece.length === 0) return;
-    this.#out.push(piece);
-    this.#outBytes += piece.length;
     this.#delivered[type] = (this.#delivered[type] ?? 0) + piece.length;
+    this.#outBytes += piece.length;
+    const chunk = this.#chunk;
+    if (
+      chunk !== undefined &&
+      piece.buffer === chunk.buffer &&
+      piece.byteOffset >= chunk.byteOffset &&
+      piece.byteOffset + piece.length <= chunk.byteOffset + chunk.length
+    ) {
+      // A view of the chunk read in place: moved up to the previous payload (never past unread bytes).
+      const from = piece.byteOffset - chunk.byteOffset;
+      if (from !== this.#write) chunk.copyWithin(this.#write, from, from + piece.length);
+      this.#write += piece.length;
+      return;
+    }
+    this.#endRun();
+    this.#out.push(piece);
+  }
+
+  /** Queues the payloads moved together in the chunk so far as one view of it. */
+  #endRun(): void {
+    if (this.#chunk !== undefined && this.#write > this.#runStart) {
+      this.#out.push(this.#chunk.subarray(this.#runStart, this.#write));
+      this.#runStart = this.#write;
+    }
   }
 
   #detach(): void {
@@ -276,6 +407,9 @@ export class DockerLogDemuxer extends Readable {
 
   readonly #onData = (chunk: Buffer | string): void => {
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.#chunk = this.#reuseChunks ? data : undefined;
+    this.#write = 0;
+    this.#runStart = 0;
     let wantMore = true;
     let offset = 0;
     while (offset < data.length) {
@@ -333,9 +467,10 @@ export class DockerLogDemuxer extends Readable {
       offset += take;
       this.#remaining -= take;
       if (this.#type === SYSTEMERR) {
-        this.#systemError.push(payload);
+        this.#systemError.push(Buffer.from(payload));
       } else if (!this.#dropFrame) {
-        if (this.#live) this.#deliverLines(this.#type, payload);
+        // Live, or a line the lost live source left unfinished: lines kept whole (after the skip, which its bytes were).
+        if (this.#live || this.#open !== 0) this.#deliverLive(this.#type, this.#skipDelivered(this.#type, payload));
         else this.#deliver(this.#type, payload);
       }
       if (this.#remaining === 0) {
@@ -345,6 +480,7 @@ export class DockerLogDemuxer extends Readable {
       }
     }
     wantMore = this.#flush() && wantMore;
+    this.#chunk = undefined;
     if (!wantMore && !this.#pausedByUs && !this.#ended) {
       this.#pausedByUs = true;
       this.#pausedAt = Date.now();
@@ -357,6 +493,7 @@ export class DockerLogDemuxer extends Readable {
    * frames (the engine writes one per log line), and one push each costs more than one copy.
    */
   #flush(): boolean {
+    this.#endRun();
     const out = this.#out;
     if (out.length === 0) return true;
     const bytes = out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out, this.#outBytes);
@@ -395,7 +532,10 @@ export class DockerLogDemuxer extends Readable {
       this.#dropFrame = true;
       return;
     }
-    this.#lastTimestamps[this.#type] = timestamp;
+    const kept = this.#lastTimestampBytes[this.#type];
+    if (kept === undefined) return;
+    timestamp.copy(kept);
+    this.#lastTimestampLengths[this.#type] = timestamp.length;
   }
 
   #endFrame(): void {
@@ -450,7 +590,7 @@ export class DockerLogDemuxer extends Readable {
           return;
         }
         // Held bytes were not delivered: the next source has them.
-        this.#partial.fill(undefined);
+        this.#dropHeld();
         const continuation: LogContinuation =
           'fromStart' in next ? next : { source: next, timestamps: this.#live ? false : this.#timestamps, fromStart: false };
         this.#source = continuation.source;

@@ -137,6 +137,8 @@ export async function tailLogs(deps: TailDependencies): Promise<Readable> {
   const logs = new DockerLogDemuxer(source, {
     timestamps: true,
     live: deps.attach !== undefined,
+    // Every source is a connection of this tail's own (the attach, the log file's stream).
+    reuseChunks: true,
     stallMs: deps.stallMs,
     holds: deps.running,
     mapError: (error) =>

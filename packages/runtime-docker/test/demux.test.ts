@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { compareTimestamps, DockerLogDemuxer, frameHeader } from '../src/demux.ts';
+import { compareTimestamps, DockerLogDemuxer, frameHeader, type LogProgress } from '../src/demux.ts';
 
 function frame(stream: 1 | 2 | 3, text: string | Buffer): Buffer {
   const payload = typeof text === 'string' ? Buffer.from(text) : text;
@@ -18,6 +18,13 @@ function pieces(data: Buffer, size: number): Readable {
   const parts: Buffer[] = [];
   for (let i = 0; i < data.length; i += size) parts.push(data.subarray(i, i + size));
   return Readable.from(parts, { objectMode: false });
+}
+
+/** Each piece of the wire as a chunk of its own buffer, as a socket hands them over (and a record of them). */
+function socketPieces(data: Buffer, size: number): { source: Readable; chunks: Buffer[] } {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < data.length; i += size) chunks.push(Buffer.from(data.subarray(i, i + size)));
+  return { source: Readable.from(chunks, { objectMode: false }), chunks };
 }
 
 describe('DockerLogDemuxer', () => {
@@ -84,9 +91,12 @@ describe('DockerLogDemuxer', () => {
     it('removes the timestamp of every frame, even when cut inside it, and remembers the last one', async () => {
       const data = Buffer.concat([stamped(1, 1, 'a\n'), stamped(2, 2, 'b\n'), stamped(1, 3, 'c')]);
       for (const size of [1, 5, 31, 32, 1000]) {
-        const logs = new DockerLogDemuxer(pieces(data, size), { timestamps: true });
-        expect((await collect(logs)).toString()).toBe('a\nb\nc');
-        expect(logs.lastTimestamp).toBe(ts(3));
+        for (const reuseChunks of [false, true]) {
+          const logs = new DockerLogDemuxer(socketPieces(data, size).source, { timestamps: true, reuseChunks });
+          expect((await collect(logs)).toString()).toBe('a\nb\nc');
+          expect(logs.lastTimestamp).toBe(ts(3));
+          expect(logs.lastTimestamps).toEqual([undefined, ts(3), ts(2), undefined]);
+        }
       }
     });
 
@@ -115,6 +125,71 @@ describe('DockerLogDemuxer', () => {
     it('fails when the continuation fails', async () => {
       const logs = new DockerLogDemuxer(pieces(stamped(1, 1, 'a'), 3), { timestamps: true, continueWith: () => Promise.reject(new Error('engine gone')) });
       await expect(collect(logs)).rejects.toThrow('engine gone');
+    });
+  });
+
+  describe('a live source (the attach)', () => {
+    it('keeps lines whole: what stderr sends while a stdout line is unfinished waits for its end, then each stream holds its unfinished line', async () => {
+      const wire = Buffer.concat([frame(1, 'out 1\nout '), frame(2, 'err 1\ner'), frame(1, '2\nout 3\n'), frame(2, 'r 2\n'), frame(1, 'out 4\n')]);
+      for (const size of [1, 3, 8, 13, 1000]) {
+        for (const reuseChunks of [false, true]) {
+          const out = await collect(new DockerLogDemuxer(socketPieces(wire, size).source, { live: true, reuseChunks }));
+          expect(out.toString(), `cut every ${size}, reuseChunks ${reuseChunks}`).toBe('out 1\nout 2\nerr 1\nout 3\nerr 2\nout 4\n');
+        }
+      }
+    });
+
+    it('lets the other stream go once it held 1 MiB for an unfinished line, and delivers what is held at the end', async () => {
+      const lines = 'err\n'.repeat(256 * 1024 + 1);
+      const wire = Buffer.concat([frame(1, 'x'.repeat(100)), frame(2, lines), frame(1, 'y\n'), frame(2, 'tail')]);
+      const out = await collect(new DockerLogDemuxer(socketPieces(wire, 64 * 1024).source, { live: true, reuseChunks: true }));
+      expect(out.toString()).toBe(`${'x'.repeat(100)}${lines}y\ntail`);
+      // Below 1 MiB the stderr lines wait for the stdout line's end.
+      const short = Buffer.concat([frame(1, 'x'.repeat(100)), frame(2, 'err\n'), frame(1, 'y\n'), frame(2, 'tail')]);
+      expect((await collect(new DockerLogDemuxer(socketPieces(short, 7).source, { live: true, reuseChunks: true }))).toString()).toBe(
+        `${'x'.repeat(100)}y\nerr\ntail`,
+      );
+    });
+
+    it('with reuseChunks, passes each chunk of one stream on as one view of that chunk (no copy)', async () => {
+      const lines = Array.from({ length: 200 }, (_, i) => `line ${i}\n`);
+      const wire = Buffer.concat(lines.map((line) => frame(1, line)));
+      const { source, chunks } = socketPieces(wire, 256);
+      // Read as pushed ('data'): an async iterator's read() would join what waits into one buffer.
+      const got: Buffer[] = [];
+      const logs = new DockerLogDemuxer(source, { live: true, reuseChunks: true });
+      logs.on('data', (chunk: Buffer) => got.push(chunk));
+      await new Promise((resolve, reject) => logs.once('end', resolve).once('error', reject));
+      expect(Buffer.concat(got).toString()).toBe(lines.join(''));
+      expect(
+        got.every((piece) =>
+          chunks.some((chunk) => chunk.buffer === piece.buffer && piece.byteOffset >= chunk.byteOffset && piece.byteOffset < chunk.byteOffset + chunk.length),
+        ),
+      ).toBe(true);
+    });
+
+    it('reads on from the log file when the attach is lost mid-line: the rest of that line comes before the other stream', async () => {
+      const ts = (n: number): string => `2026-12-02T10:00:00.00000000${n}Z`;
+      const stamped = (stream: 1 | 2, n: number, text: string): Buffer => frame(stream, `${ts(n)} ${text}`);
+      // The attach delivers "o1\no" of stdout, then is cut; the file holds every line.
+      const attach = new Readable({ read() {} });
+      const file = Buffer.concat([stamped(1, 1, 'o1\n'), stamped(2, 2, 'e1\n'), stamped(1, 3, 'o2\n'), stamped(2, 4, 'e2\n')]);
+      const seams: LogProgress[] = [];
+      const logs = new DockerLogDemuxer(attach, {
+        live: true,
+        reuseChunks: true,
+        continueWith: (_last, progress) => {
+          seams.push(progress);
+          return Promise.resolve(seams.length === 1 ? { source: pieces(file, 5), timestamps: true, fromStart: true } : undefined);
+        },
+      });
+      const done = collect(logs);
+      attach.push(frame(1, 'o1\no'));
+      await new Promise((resolve) => setImmediate(resolve));
+      attach.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+      expect((await done).toString()).toBe('o1\no2\ne1\ne2\n');
+      // The attach delivered "o1\no" of stdout: the file's first 4 stdout bytes are dropped.
+      expect(seams[0]).toMatchObject({ delivered: [0, 4, 0, 0], lost: true });
     });
   });
 

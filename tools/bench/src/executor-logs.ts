@@ -1,17 +1,20 @@
 /**
  * Benchmark: a 256 MiB step log through the executor's whole log path — Docker runtime's
  * tailContainer (the container's attach, live) → secret masker (10 secrets) → size cap → batches
- * → a reporter counting bytes — against `docker logs ID > /dev/null` on the same container.
+ * → a reporter counting bytes — against the docker CLI reading the same log.
  *
  * Each of `BENCH_ROUNDS` rounds runs a new build whose step writes the log while the executor
- * streams it (streamBuild beside execBuild, as the worker runs a build), then reads the finished log
- * with `docker logs`, and with the runtime's tail alone for reference (which, the attach being
- * read, reads the engine's json-file log: the fallback path). It prints per round and as medians:
- * both throughputs and their ratio executor / CLI (target ≥ 1.5, issue 28; the executor's time
- * includes the container writing the log); the CPU time of each reader (this process; the docker
- * CLI, a child) and of dockerd while it served each (when it runs on this machine); and the peak
- * RSS of this process while the build runs (target ≤ 100 MB), on a heap settled as the worker's is
- * when it claims a build.
+ * streams it (streamBuild beside execBuild, as the worker runs a build; the executor's time
+ * includes the container writing the log). Then, for comparison: `docker logs -f` following the
+ * same writer from its start (the docker CLI on a live step's log file, as go-vela/worker tails a
+ * step: issue 28's comparison, target ≥ 1.5×); `docker logs` on the finished log (the writer not
+ * included); `docker run` in the foreground (the CLI on the attach); the writer alone with nobody
+ * reading (which bounds any live reader); and the runtime's tail alone (which, the attach being
+ * read, reads the engine's json-file log: the fallback path). It prints per round and as medians
+ * the throughputs and ratios; the CPU time of each reader (this process; the docker CLI, a child)
+ * and of dockerd while it served each (when it runs on this machine); and the peak RSS of this
+ * process while the build runs (target ≤ 100 MB), on a heap settled as the worker's is when it
+ * claims a build.
  *
  * `bench:executor-logs` runs the packages from source (type-stripped, as in development);
  * `bench:executor-logs:compiled` compiles this bench and runs the packages from their dist/
@@ -115,6 +118,23 @@ function viaCliRun(): Promise<void> {
   return cli(['run', '--rm', BUSYBOX, '/bin/sh', '-c', `yes '${line}' | head -c ${BYTES}`]);
 }
 
+/**
+ * The same writer started detached, its log followed with `docker logs -f` from its start to its
+ * end, output to /dev/null: the docker CLI reading a live step's log from the engine's log file,
+ * as go-vela/worker's TailContainer does (ContainerLogs with Follow) — issue 28's comparison
+ * ("18 s through `docker logs -f`"). Or, with `follow` false, the writer alone (`docker wait`):
+ * how fast the container writes the log with nobody reading it, which bounds every live reader.
+ */
+async function viaCliLive(follow: boolean): Promise<void> {
+  const name = `bench-logs-live-${suffix()}`;
+  await cli(['run', '-d', '--name', name, BUSYBOX, '/bin/sh', '-c', `yes '${line}' | head -c ${BYTES}`]);
+  try {
+    await cli(follow ? ['logs', '-f', name] : ['wait', name]);
+  } finally {
+    await cli(['rm', '-f', name]);
+  }
+}
+
 function viaCli(name: string): Promise<void> {
   return cli(['logs', name]);
 }
@@ -151,8 +171,14 @@ interface Round {
   cli: Reading;
   /** `docker run` in the foreground: the CLI's own live path, for reference. */
   cliRun: Reading;
+  /** `docker logs -f` on the same writer, followed from its start (writer included). */
+  cliFollow: Reading;
+  /** The writer alone, detached, nobody reading (`docker run -d` to `docker wait`). */
+  writerAlone: Reading;
   tailOnly: Reading;
   ratio: number;
+  /** cliFollow / executor. */
+  followRatio: number;
   appends: number;
   rssBeforeMb: number;
   peakRssMb: number;
@@ -195,6 +221,8 @@ async function round(ctx: Context, runtime: Runtime, index: number): Promise<Rou
     }
     const cli = await measure(() => viaCli(step.id), true);
     const cliRun = await measure(() => viaCliRun(), true);
+    const cliFollow = await measure(() => viaCliLive(true), true);
+    const writerAlone = await measure(() => viaCliLive(false), true);
     // The log also holds the script's trace line (`$ yes …`), so at least BYTES arrive.
     if (!reporter.closed || reporter.bytes < BYTES) throw new Error(`the reporter received ${reporter.bytes} bytes, not ${BYTES}`);
     // The runtime's tail alone (no masking, no reporter), for reference: the attach was read by
@@ -208,8 +236,11 @@ async function round(ctx: Context, runtime: Runtime, index: number): Promise<Rou
       executor: executorReading,
       cli,
       cliRun,
+      cliFollow,
+      writerAlone,
       tailOnly,
       ratio: Math.round((cli.ms / executorReading.ms) * 1000) / 1000,
+      followRatio: Math.round((cliFollow.ms / executorReading.ms) * 1000) / 1000,
       appends: reporter.appends,
       rssBeforeMb: Math.round(rssBefore / MB),
       peakRssMb: Math.round(peakRss / MB),
@@ -246,7 +277,8 @@ const engine = (value: number | undefined): string => (value === undefined ? 'n/
 console.log(
   [
     `executor log path, ${BYTES} bytes, ${ROUNDS} rounds, packages ${packages}, load ${load()}:`,
-    `  executor ${mibps(med((r) => r.executor.ms) ?? 0)} MiB/s vs docker logs ${mibps(med((r) => r.cli.ms) ?? 0)} MiB/s: ratio ${median(rounds.map((r) => r.ratio))} (rounds ${rounds.map((r) => r.ratio).join(', ')}; target >= 1.5)`,
+    `  executor ${mibps(med((r) => r.executor.ms) ?? 0)} MiB/s vs docker logs -f (followed from the writer's start) ${mibps(med((r) => r.cliFollow.ms) ?? 0)} MiB/s: ratio ${median(rounds.map((r) => r.followRatio))} (rounds ${rounds.map((r) => r.followRatio).join(', ')}; target >= 1.5)`,
+    `  vs docker logs on the finished log (writer not included) ${mibps(med((r) => r.cli.ms) ?? 0)} MiB/s: ratio ${median(rounds.map((r) => r.ratio))} (rounds ${rounds.map((r) => r.ratio).join(', ')}); the writer alone, nobody reading: ${mibps(med((r) => r.writerAlone.ms) ?? 0)} MiB/s, so at most ${median(rounds.map((r) => Math.round((r.cli.ms / r.writerAlone.ms) * 1000) / 1000))} for any live reader`,
     `  for reference, docker run in the foreground (the CLI on the attach, writer included): ${mibps(med((r) => r.cliRun.ms) ?? 0)} MiB/s, executor / docker run ${median(rounds.map((r) => Math.round((r.cliRun.ms / r.executor.ms) * 1000) / 1000))}`,
     `  reader CPU: executor ${med((r) => r.executor.cpuMs)} ms vs docker CLI ${med((r) => r.cli.cpuMs)} ms; the json-file tail alone ${mibps(med((r) => r.tailOnly.ms) ?? 0)} MiB/s, ${med((r) => r.tailOnly.cpuMs)} ms CPU`,
     `  dockerd CPU serving them: ${engine(med((r) => r.executor.engineCpuMs))} vs ${engine(med((r) => r.cli.engineCpuMs))}`,

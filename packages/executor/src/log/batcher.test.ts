@@ -24,6 +24,45 @@ describe('LogBatcher', () => {
     expect(got).toEqual(['abcd', 'efgh', 'ij']);
   });
 
+  it('sends what gathered as it is once the next write would not fit, and a write that fills a batch without a copy', async () => {
+    const got: Buffer[] = [];
+    const batcher = new LogBatcher(
+      (b) => {
+        got.push(b);
+        return Promise.resolve();
+      },
+      { batchBytes: 8, flushIntervalMs: 10_000 },
+    );
+    // Buffer.alloc: not from Buffer's shared pool, so each has memory of its own.
+    const first = Buffer.alloc(6, 'abcdef');
+    const second = Buffer.alloc(5, 'ghijk');
+    const third = Buffer.alloc(10, '0123456789');
+    await batcher.write(first);
+    await batcher.write(second);
+    await batcher.write(third);
+    await batcher.close();
+    expect(got.map(String)).toEqual(['abcdef', 'ghijk', '01234567', '89']);
+    // The writes' own memory, not copies.
+    expect(got[0]?.buffer).toBe(first.buffer);
+    expect(got[1]?.buffer).toBe(second.buffer);
+    expect(got[2]?.buffer).toBe(third.buffer);
+  });
+
+  it('fills up what gathered when it is less than half a batch', async () => {
+    const got: string[] = [];
+    const batcher = new LogBatcher(
+      (b) => {
+        got.push(b.toString());
+        return Promise.resolve();
+      },
+      { batchBytes: 8, flushIntervalMs: 10_000 },
+    );
+    await batcher.write(Buffer.from('abc'));
+    await batcher.write(Buffer.from('defghij'));
+    await batcher.close();
+    expect(got).toEqual(['abcdefgh', 'ij']);
+  });
+
   it('flushes what gathered after the interval', async () => {
     const got: string[] = [];
     const batcher = new LogBatcher(

@@ -5,7 +5,10 @@
 
 /** How logs are batched for the reporter. */
 export interface BatchOptions {
-  /** A batch is sent once it holds this many bytes; no batch is larger. Default 64 KiB. */
+  /**
+   * A batch is sent once it holds this many bytes, or once it holds at least half of them and the
+   * next write would take it past them; no batch is larger. Default 64 KiB.
+   */
   batchBytes?: number;
   /** Bytes wait at most this long before they are sent. Default 1000 ms. */
   flushIntervalMs?: number;
@@ -17,7 +20,8 @@ const DEFAULT_BATCH_BYTES = 64 * 1024;
 const DEFAULT_FLUSH_INTERVAL_MS = 1000;
 
 /**
- * Gathers bytes into batches and hands them to `deliver` in order, one at a time.
+ * Gathers bytes into batches of at most `batchBytes` and hands them to `deliver` in order, one at
+ * a time.
  *
  * `write` resolves once the previous batch was delivered, so a slow `deliver` slows the writer and
  * at most two batches (one in flight, one gathering) are held. A timer sends what gathered after
@@ -42,30 +46,57 @@ export class LogBatcher {
     this.#intervalMs = Math.max(0, options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS);
   }
 
-  /** Adds bytes; resolves when more may be written. */
+  /**
+   * Adds bytes; resolves when more may be written. What gathered goes as it is once these bytes
+   * would take it past `batchBytes` (unless it is less than half of that: then it is filled up),
+   * and bytes go on as they came where they can (views, not copies): a batch is copied together
+   * only from several writes.
+   */
   async write(data: Buffer): Promise<void> {
     if (this.#closed || data.length === 0) return;
-    this.#pending.push(data);
-    this.#pendingBytes += data.length;
-    while (this.#pendingBytes >= this.#batchBytes) {
-      const previous = this.#chain;
-      this.#enqueue(this.#take(this.#batchBytes));
-      await previous;
+    let rest = data;
+    if (this.#pendingBytes > 0 && this.#pendingBytes + rest.length > this.#batchBytes) {
+      // Less than half a batch does not go alone (a reporter call each): filled up, with a copy.
+      if (this.#pendingBytes * 2 < this.#batchBytes) {
+        const fill = this.#batchBytes - this.#pendingBytes;
+        this.#pending.push(rest.subarray(0, fill));
+        this.#pendingBytes += fill;
+        rest = rest.subarray(fill);
+      }
+      await this.#send(this.#takeAll());
     }
-    if (this.#pendingBytes === 0) this.#clearTimer();
-    else if (this.#timer === undefined && !this.#closed) {
+    while (rest.length >= this.#batchBytes) {
+      const batch = rest.subarray(0, this.#batchBytes);
+      rest = rest.subarray(this.#batchBytes);
+      await this.#send(batch);
+    }
+    if (rest.length > 0) {
+      this.#pending.push(rest);
+      this.#pendingBytes += rest.length;
+      if (this.#pendingBytes === this.#batchBytes) await this.#send(this.#takeAll());
+    }
+    // A timer armed for earlier bytes stays (it may send these a little early): one timer per
+    // interval, not one set and cleared per write.
+    if (this.#pendingBytes > 0 && this.#timer === undefined && !this.#closed) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
-        if (this.#pendingBytes > 0) this.#enqueue(this.#take(this.#pendingBytes));
+        if (this.#pendingBytes > 0) this.#enqueue(this.#takeAll());
       }, this.#intervalMs);
     }
+  }
+
+  /** Queues a batch behind the one in flight and waits for that one (at most one in flight, one gathering). */
+  async #send(batch: Buffer): Promise<void> {
+    const previous = this.#chain;
+    this.#enqueue(batch);
+    await previous;
   }
 
   /** Sends what is left and resolves once every batch was delivered. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#clearTimer();
-    if (this.#pendingBytes > 0) this.#enqueue(this.#take(this.#pendingBytes));
+    if (this.#pendingBytes > 0) this.#enqueue(this.#takeAll());
     await this.#chain;
   }
 
@@ -80,30 +111,12 @@ export class LogBatcher {
     this.#chain = this.#chain.then(() => this.#deliver(batch));
   }
 
-  /** Removes the first `n` pending bytes as one buffer. */
-  #take(n: number): Buffer {
-    const first = this.#pending[0] as Buffer;
-    if (first.length === n) {
-      this.#pending.shift();
-      this.#pendingBytes -= n;
-      return first;
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const head = this.#pending[0] as Buffer;
-      const want = n - filled;
-      if (head.length <= want) {
-        head.copy(out, filled);
-        filled += head.length;
-        this.#pending.shift();
-      } else {
-        head.copy(out, filled, 0, want);
-        this.#pending[0] = head.subarray(want);
-        filled += want;
-      }
-    }
-    this.#pendingBytes -= n;
-    return out;
+  /** Removes every pending byte as one buffer: the piece itself when there is one. */
+  #takeAll(): Buffer {
+    const pending = this.#pending;
+    const bytes = this.#pendingBytes;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    return pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, bytes);
   }
 }
