@@ -12,7 +12,7 @@ import { BuildCore, INIT_NAME } from './build/core.ts';
 import { removeBuildResources } from './build/destroy.ts';
 import { createStage, execStage, planStage } from './build/stages.ts';
 import { initFailureStatus, timeoutMessage } from './build/state.ts';
-import { createStep, execStep, inspectStepImage, planStep, runStep } from './build/steps.ts';
+import { createStep, createSteps, execStep, planStep, prefetchSetup, runStep } from './build/steps.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { ExecutorOptions } from './options.ts';
 import { OUTPUTS_DIR } from './outputs/outputs.ts';
@@ -182,18 +182,16 @@ export class Executor {
         await this.createStage(ctx, stage);
       }
       await this.#core.initLine('> Preparing step images...\n');
-      for (const step of this.build.steps) {
-        if (step === this.#core.init.container) continue;
-        await this.#core.initLine(`> Preparing step image ${step.image}...\n`);
-        await this.createStep(ctx, step);
-        await this.#core.initLine(await inspectStepImage(this.#core, ctx, step));
-      }
+      await createSteps(this.#core, ctx, this.#steps());
       const described = await this.runtime.inspectBuild(ctx, this.build);
       if (described.length > 0) {
         await this.#core.initLine('> Inspecting runtime build...\n');
         await this.#core.initLine(described);
       }
       await this.runtime.assembleBuild(ctx, this.build);
+      // The first step of the build and of each stage is set up meanwhile, where it may be.
+      prefetchSetup(this.#core, ctx, this.#steps()[0]);
+      for (const stage of this.build.stages) if (stage.name !== INIT_NAME) prefetchSetup(this.#core, ctx, stage.steps[0]);
     });
     const init = this.#core.init;
     init.status = 'success';
@@ -216,9 +214,9 @@ export class Executor {
           await this.planService(ctx, service);
           await this.execService(ctx, service);
         }
-        for (const step of this.build.steps) {
-          if (step === this.#core.init.container) continue;
-          await runStep(this.#core, ctx, step, () => this.#core.record.ruleStatus, this.#streamStep);
+        const steps = this.#steps();
+        for (const [i, step] of steps.entries()) {
+          await runStep(this.#core, ctx, step, () => this.#core.record.ruleStatus, this.#streamStep, steps[i + 1]);
         }
         const stages = this.build.stages.filter((s) => s.name !== INIT_NAME);
         if (stages.length > 0) {
@@ -433,6 +431,11 @@ export class Executor {
     if (error !== undefined) await this.#core.initLine(`> ${error}\n`);
     await this.#core.closeInit();
     await this.#core.reportStep(init);
+  }
+
+  /** The build's steps (not its stages'), without the init step. */
+  #steps(): Container[] {
+    return this.build.steps.filter((step) => step !== this.#core.init.container);
   }
 
   #requestStream(run: ContainerRun): Promise<void> {

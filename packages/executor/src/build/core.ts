@@ -4,7 +4,7 @@
  * helpers that run a container's runtime call, record interruptions, mask and report.
  */
 import { hostname } from 'node:os';
-import { background, type Context, DeadlineExceeded, errOf, withoutCancel } from '@berth/context';
+import { background, type Context, DeadlineExceeded, errOf, withoutCancel, withTimeout } from '@berth/context';
 import { type Build, type Container, emptyContainer } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { ExecutorError, messageOf, type Phase } from '../errors.ts';
@@ -16,7 +16,7 @@ import { isFinal } from '../status.ts';
 import { BuildSecrets } from './build-secrets.ts';
 import { describeRuntimeError } from './checks.ts';
 import { ContainerRun, copyBuild } from './container-run.ts';
-import type { BuildContextState, Deferred } from './contexts.ts';
+import { type BuildContextState, type Deferred, untilDone } from './contexts.ts';
 import { type DestroyOptions, removeContainerOf } from './destroy.ts';
 import { prepareEnvironment, type WorkerVariables } from './environment.ts';
 import { LogStreams } from './log-streams.ts';
@@ -230,6 +230,15 @@ export class BuildCore {
   /** Removes the container (build/destroy.ts), then reports the final status of a container that had none. */
   async destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
     const container = run.container;
+    // A container set up ahead of its step (build/steps.ts prefetchSetup): removed once its setup settled.
+    if (run.creating !== undefined) {
+      const [budget, cancel] = withTimeout(ctx, this.destroyOptions().budgetMs);
+      try {
+        await untilDone(budget, run.creating).catch(() => undefined);
+      } finally {
+        cancel();
+      }
+    }
     // A slow stream waits in its own budget (the stream itself is cut by the log-streaming grace).
     await removeContainerOf(ctx, run, (budget) => this.streams.waitFor(budget, run), this.destroyOptions());
     if (!run.streaming && run.writer !== undefined) await run.writer.close();

@@ -7,17 +7,13 @@ import type { Stage } from '@berth/pipeline';
 import { ExecutorError, messageOf } from '../errors.ts';
 import { untilDone } from './contexts.ts';
 import type { BuildCore } from './core.ts';
-import { createStep, inspectStepImage, runStep, type StepStream } from './steps.ts';
+import { createSteps, runStep, type StepStream } from './steps.ts';
 
 /** Creates every step of the stage, each image inspected into the init log. */
 export async function createStage(core: BuildCore, ctx: Context, stage: Stage): Promise<void> {
   await core.initLine(`> Preparing step images for stage ${stage.name}...\n`);
-  for (const step of stage.steps) {
-    step.environment['VELA_STEP_STAGE'] = stage.name;
-    await core.initLine(`> Preparing step image ${step.image}...\n`);
-    await createStep(core, ctx, step);
-    await core.initLine(await inspectStepImage(core, ctx, step));
-  }
+  for (const step of stage.steps) step.environment['VELA_STEP_STAGE'] = stage.name;
+  await createSteps(core, ctx, stage.steps);
 }
 
 /**
@@ -43,9 +39,10 @@ export async function planStage(core: BuildCore, ctx: Context, stage: Stage): Pr
  */
 export async function execStage(core: BuildCore, ctx: Context, stage: Stage, stream: StepStream): Promise<void> {
   let stageFailed = false;
-  for (const step of stage.steps) {
+  for (const [i, step] of stage.steps.entries()) {
     const run = core.run(step);
-    await runStep(core, ctx, step, () => (stage.independent ? (stageFailed ? 'failure' : 'running') : core.record.ruleStatus), stream);
+    const status = (): string => (stage.independent ? (stageFailed ? 'failure' : 'running') : core.record.ruleStatus);
+    await runStep(core, ctx, step, status, stream, stage.steps[i + 1]);
     if (run.status === 'failure' && !step.ruleset.continue) stageFailed = true;
   }
 }

@@ -58,12 +58,13 @@ export async function planStep(core: BuildCore, ctx: Context, container: Contain
  * Runs the step's container and, unless it is detached, waits for it to end; its exit code
  * makes its status. Rejects when it could not run or `ctx` ended.
  */
-export async function execStep(core: BuildCore, ctx: Context, container: Container, stream: StepStream): Promise<void> {
+export async function execStep(core: BuildCore, ctx: Context, container: Container, stream: StepStream, onStarted?: () => void): Promise<void> {
   const run = core.run(container);
   if (run.kind === 'init') return;
   await core.containerCall(run, 'exec', () => core.runtime.runContainer(ctx, container, core.build), ctx);
   run.ran = true;
   await core.requestStream(run, stream);
+  onStarted?.();
   if (container.detach) return;
   core.log.debug?.(`waiting for step ${container.name}`);
   const exit = await core.containerCall(run, 'exec', () => core.runtime.waitContainer(ctx, container), ctx, 1);
@@ -83,9 +84,11 @@ export async function execStep(core: BuildCore, ctx: Context, container: Contain
 
 /**
  * Runs one step as the build reaches it: its ruleset against `status()` (skipped when it does not
- * match), its setup again with the outputs so far, plan and exec, then the outputs it wrote.
+ * match), its setup again with the outputs so far, plan, its late setup, and exec, then the outputs
+ * it wrote. Once the step runs (or is skipped), the `next` step's container is set up meanwhile
+ * when it may be ({@link prefetchSetup}); a skipped step's container set up that way is removed.
  */
-export async function runStep(core: BuildCore, ctx: Context, step: Container, status: () => string, stream: StepStream): Promise<void> {
+export async function runStep(core: BuildCore, ctx: Context, step: Container, status: () => string, stream: StepStream, next?: Container): Promise<void> {
   if (ctx.signal.aborted) throw errOf(ctx);
   const run = core.run(step);
   let execute: boolean;
@@ -102,11 +105,14 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
   if (!execute) {
     run.status = 'skipped';
     await core.reportStep(run);
+    prefetchSetup(core, ctx, next);
+    await removeUnrun(core, ctx, run);
     return;
   }
   if (run.template !== undefined && (run.deferred || core.outputs.any)) await setupWithOutputs(core, ctx, run, run.template);
   await planStep(core, ctx, step);
-  await execStep(core, ctx, step, stream);
+  await setUpLate(core, ctx, run);
+  await execStep(core, ctx, step, stream, () => prefetchSetup(core, ctx, next));
   if (core.outputs.active && run.exited) await pollOutputs(core, ctx, run);
 }
 
@@ -167,4 +173,128 @@ export async function inspectStepImage(core: BuildCore, ctx: Context, step: Cont
   const run = core.run(step);
   if (run.deferred) return `> Step image ${step.image} is set when the step starts: it uses outputs of earlier steps\n`;
   return core.runtime.inspectImage(ctx, step);
+}
+
+// ---- late setup (issue 28: the next step's container is created while the current one runs) ----
+
+/** A step's image, inspected for the init log before its container exists. */
+type Inspection = { ok: true; text: string } | { ok: false };
+
+/**
+ * Whether the step's container is set up as the build reaches it rather than in assembleBuild: the
+ * runtime sets each container up on its own (`setupWhileRunning`; Docker, not Kubernetes, whose pod
+ * holds every container), outputs are off (with outputs a step is set up again with the outputs so
+ * far), and its pull policy does not pull at setup (`not_present`, `never`: its image is inspected
+ * in assembleBuild, and one that is missing is set up there as before, pulled or refused).
+ */
+function setsUpLate(core: BuildCore, container: Container): boolean {
+  return core.runtime.setupWhileRunning === true && !core.outputs.active && (container.pull === 'not_present' || container.pull === 'never');
+}
+
+/** True when the step takes a secret loaded only when it starts (`pull: step_start`): it reaches the environment in planStep. */
+function takesLazySecret(core: BuildCore, container: Container): boolean {
+  return container.secrets.some((ref) => {
+    const secret = core.build.secrets.find((s) => s.name === ref.source);
+    return secret !== undefined && secret.origin === null && secret.pull === 'step_start';
+  });
+}
+
+/**
+ * Creates the steps (the build's, or a stage's) for assembleBuild, each image inspected into the
+ * init log in order. Where the runtime allows it ({@link setsUpLate}), a step's environment is
+ * prepared here and its container set up later; the images of those steps are inspected first,
+ * each distinct image once and all at once. One whose inspection fails is set up here as before
+ * (a missing image is pulled or refused by its pull policy, with the runtime's words).
+ */
+export async function createSteps(core: BuildCore, ctx: Context, steps: readonly Container[]): Promise<void> {
+  const inspections = new Map<string, Promise<Inspection>>();
+  const keyOf = (step: Container): string => `${step.pull}\u0000${step.image}`;
+  for (const step of steps) {
+    const run = core.run(step);
+    if (run.kind === 'init' || !setsUpLate(core, step)) continue;
+    core.prepareEnvironment(run);
+    run.late = true;
+    run.prefetch = !takesLazySecret(core, step);
+    const key = keyOf(step);
+    if (!inspections.has(key)) {
+      inspections.set(
+        key,
+        core.runtime.inspectImage(ctx, step).then(
+          (text): Inspection => ({ ok: true, text }),
+          (): Inspection => ({ ok: false }),
+        ),
+      );
+    }
+  }
+  for (const step of steps) {
+    const run = core.run(step);
+    if (run.kind === 'init') continue;
+    await core.initLine(`> Preparing step image ${step.image}...\n`);
+    const inspection = run.late ? await inspections.get(keyOf(step)) : undefined;
+    if (inspection?.ok === true) {
+      await core.initLine(inspection.text);
+      continue;
+    }
+    if (run.late) {
+      // Set up here after all: the image is missing (or could not be inspected).
+      run.late = false;
+      run.prefetch = false;
+      await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, step, core.build), ctx);
+      run.created = true;
+    } else {
+      await createStep(core, ctx, step);
+    }
+    await core.initLine(await inspectStepImage(core, ctx, step));
+  }
+}
+
+/**
+ * Starts setting the step's container up, if it is set up late, may be set up ahead (no lazy
+ * secret) and was not yet: called once the step before it runs. Its failure is reported when the
+ * step is reached ({@link setUpLate}); a step that is then skipped has its container removed.
+ */
+export function prefetchSetup(core: BuildCore, ctx: Context, container: Container | undefined): void {
+  if (container === undefined) return;
+  const run = core.run(container);
+  if (!run.late || !run.prefetch || run.creating !== undefined || run.created || ctx.signal.aborted) return;
+  // Settled by setUpLate, removeUnrun or destroy; startSetup handles its rejection.
+  void startSetup(core, ctx, run);
+}
+
+function startSetup(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
+  const creating = Promise.resolve()
+    .then(() => core.runtime.setupContainer(ctx, run.container, core.build))
+    .then(() => {
+      run.created = true;
+    });
+  // Awaited when the step is reached, or by destroy; never an unhandled rejection meanwhile.
+  creating.catch(() => undefined);
+  run.creating = creating;
+  return creating;
+}
+
+/** Sets the late step's container up now, or waits for the setup started ahead; records a failure on the step. */
+async function setUpLate(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
+  if (!run.late || run.created) return;
+  const creating = run.creating ?? startSetup(core, ctx, run);
+  await core.containerCall(run, 'exec', () => creating, ctx);
+}
+
+/**
+ * Removes the container set up ahead for a step that is not run (its ruleset did not match), as
+ * soon as its setup settled. A removal that fails is left to destroyBuild.
+ */
+async function removeUnrun(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
+  if (run.creating === undefined) return;
+  try {
+    await run.creating;
+  } catch {
+    return; // Nothing was set up; what the runtime may have left is removeBuild's.
+  }
+  try {
+    await core.runtime.removeContainer(ctx, run.container);
+    run.created = false;
+  } catch (error) {
+    core.log.warn?.(`step ${run.container.name}: removing its container (it did not run): ${messageOf(error)}`);
+  }
 }
