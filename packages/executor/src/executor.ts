@@ -12,7 +12,7 @@ import { BuildCore, INIT_NAME } from './build/core.ts';
 import { removeBuildResources } from './build/destroy.ts';
 import { createStage, execStage, planStage } from './build/stages.ts';
 import { initFailureStatus, timeoutMessage } from './build/state.ts';
-import { createStep, createSteps, execStep, planStep, prefetchSetup, runStep } from './build/steps.ts';
+import { createStep, createSteps, execStep, planStep, runStep, setUpAhead } from './build/steps.ts';
 import { ExecutorError, messageOf, type Phase } from './errors.ts';
 import type { ExecutorOptions } from './options.ts';
 import { OUTPUTS_DIR } from './outputs/outputs.ts';
@@ -189,9 +189,9 @@ export class Executor {
         await this.#core.initLine(described);
       }
       await this.runtime.assembleBuild(ctx, this.build);
-      // The first step of the build and of each stage is set up meanwhile, where it may be.
-      prefetchSetup(this.#core, ctx, this.#steps()[0]);
-      for (const stage of this.build.stages) if (stage.name !== INIT_NAME) prefetchSetup(this.#core, ctx, stage.steps[0]);
+      // The steps' containers are set up from now on, one at a time, where the runtime allows it.
+      setUpAhead(this.#core, ctx, this.#steps());
+      for (const stage of this.build.stages) if (stage.name !== INIT_NAME) setUpAhead(this.#core, ctx, stage.steps);
     });
     const init = this.#core.init;
     init.status = 'success';
@@ -214,10 +214,7 @@ export class Executor {
           await this.planService(ctx, service);
           await this.execService(ctx, service);
         }
-        const steps = this.#steps();
-        for (const [i, step] of steps.entries()) {
-          await runStep(this.#core, ctx, step, () => this.#core.record.ruleStatus, this.#streamStep, steps[i + 1]);
-        }
+        for (const step of this.#steps()) await runStep(this.#core, ctx, step, () => this.#core.record.ruleStatus, this.#streamStep);
         const stages = this.build.stages.filter((s) => s.name !== INIT_NAME);
         if (stages.length > 0) {
           for (const stage of stages) this.#core.stageDone.set(stage.name, deferred());
@@ -240,6 +237,7 @@ export class Executor {
       });
     } finally {
       this.#execDone = true;
+      this.#core.aheadStopped = true;
       this.#core.streams.close();
     }
   }
@@ -273,6 +271,7 @@ export class Executor {
   async destroyBuild(ctx: Context): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
+    this.#core.aheadStopped = true;
     this.#core.log.debug?.(`destroy build ${this.build.id}`);
     try {
       if (!this.#execDone) this.#core.streams.close();

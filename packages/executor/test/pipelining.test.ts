@@ -1,7 +1,7 @@
 /**
  * Issue 28 item 2: on a runtime that sets each container up on its own (`setupWhileRunning`:
- * Docker, the dummy), the executor sets a step's container up while the step before it runs, not
- * all of them in assembleBuild; a container set up for a step that then does not run is removed at
+ * Docker, the dummy), the executor sets the steps' containers up once the build is assembled, one
+ * at a time while the build runs, not all of them in assembleBuild; a container set up for a step that then does not run is removed at
  * once; a step taking a lazy secret is set up only once the secret is loaded. On a runtime without
  * it (Kubernetes: the pod holds every container) every container is set up before assembleBuild,
  * as Vela's executor does (go-vela/worker executor/linux/build.go AssembleBuild → CreateStep).
@@ -20,7 +20,7 @@ function at(calls: readonly string[], call: string): number {
 }
 
 describe('setting steps up while the build runs', () => {
-  it("sets each step's container up while the step before it runs, inspects each image once, and keeps the logs in order", async () => {
+  it("sets the steps' containers up after assembleBuild, one at a time, each before its step runs; inspects each image once; keeps the logs in order", async () => {
     const { runtime: base, engine } = await dummy();
     const calls: string[] = [];
     const runtime = recorded(base, calls);
@@ -30,15 +30,13 @@ describe('setting steps up while the build runs', () => {
     });
     const result = await runBuild(background(), { build, runtime, reporter });
     expect(result.status).toBe('success');
-    // The first step's container is set up once the build is assembled, the next ones once the step before them runs.
-    expect(at(calls, 'setupContainer one')).toBeGreaterThan(at(calls, `assembleBuild ${build.id}`));
-    for (const [before, step] of [
-      ['one', 'two'],
-      ['two', 'three'],
-    ]) {
-      expect(at(calls, `setupContainer ${step}`)).toBeGreaterThan(at(calls, `runContainer ${before}`));
+    // Set up once the build is assembled, one at a time, each before its step runs.
+    const assembled = at(calls, `assembleBuild ${build.id}`);
+    for (const step of ['one', 'two', 'three']) {
+      expect(at(calls, `setupContainer ${step}`)).toBeGreaterThan(assembled);
       expect(at(calls, `setupContainer ${step}`)).toBeLessThan(at(calls, `runContainer ${step}`));
     }
+    expect(calls.filter((c) => c.startsWith('setupContainer'))).toEqual(['setupContainer one', 'setupContainer two', 'setupContainer three']);
     // One image, inspected once.
     expect(calls.filter((c) => c.startsWith('inspectImage'))).toHaveLength(1);
     expect(reporter.log('init').match(/> Preparing step image /g)).toHaveLength(3);
@@ -66,8 +64,9 @@ describe('setting steps up while the build runs', () => {
     expect(reporter.log('skipped')).toBe('');
     expect(reporter.last('on-failure')?.status).toBe('success');
     expect(reporter.log('on-failure')).toContain('cleaning up');
-    // Set up while "broken" ran, removed before the next step ran, never run.
-    expect(at(calls, 'setupContainer skipped')).toBeGreaterThan(at(calls, 'runContainer broken'));
+    // Set up ahead, removed as soon as it was skipped (before the next step ran), never run.
+    expect(at(calls, 'setupContainer skipped')).toBeGreaterThan(at(calls, `assembleBuild ${build.id}`));
+    expect(at(calls, 'removeContainer skipped')).toBeGreaterThan(at(calls, 'runContainer broken'));
     expect(at(calls, 'removeContainer skipped')).toBeLessThan(at(calls, 'runContainer on-failure'));
     expect(calls).not.toContain('runContainer skipped');
     expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
@@ -96,6 +95,7 @@ describe('setting steps up while the build runs', () => {
       },
     });
     expect(result.status).toBe('success');
+    // Not set up ahead: only once the build reached it and loaded its secret.
     expect(at(calls, 'setupContainer uses-lazy')).toBeGreaterThan(at(calls, 'loadSecret lazy'));
     expect(at(calls, 'loadSecret lazy')).toBeGreaterThan(at(calls, 'runContainer first'));
     expect(reporter.log('uses-lazy')).toContain('lazy=[***]');

@@ -33,10 +33,10 @@ export class ContainerRun {
   deferred = false;
   /**
    * Set up when the build reaches it, not in assembleBuild (a runtime with `setupWhileRunning`):
-   * while the step before it runs (`prefetch`), or just before it runs when it takes a lazy secret.
+   * ahead of the build reaching it (`prefetch`), or just before it runs when it takes a lazy secret.
    */
   late = false;
-  /** May be set up while the step before it runs: late, and its environment is complete before planStep. */
+  /** May be set up ahead of the build reaching it: late, and its environment is complete before planStep. */
   prefetch = false;
   /** The late setup under way or done; settles once setupContainer did (`created` is then set). */
   creating: Promise<void> | undefined;

@@ -45,6 +45,8 @@ export class BuildCore {
   readonly record = new BuildRecord();
   /** Settles when each stage (by name) has run: planStage waits for the stages it needs. */
   readonly stageDone = new Map<string, Deferred>();
+  /** Set when exec is over (or destroy began): no container is set up ahead any more (build/steps.ts setUpAhead). */
+  aheadStopped = false;
   reportCtx: Context = background();
   execCtx: Context | undefined;
   contexts: BuildContextState | undefined;
@@ -230,7 +232,7 @@ export class BuildCore {
   /** Removes the container (build/destroy.ts), then reports the final status of a container that had none. */
   async destroyContainer(ctx: Context, run: ContainerRun): Promise<void> {
     const container = run.container;
-    // A container set up ahead of its step (build/steps.ts prefetchSetup): removed once its setup settled.
+    // A container set up ahead of its step (build/steps.ts setUpAhead): removed once its setup settled.
     if (run.creating !== undefined) {
       const [budget, cancel] = withTimeout(ctx, this.destroyOptions().budgetMs);
       try {

@@ -39,10 +39,9 @@ export async function planStage(core: BuildCore, ctx: Context, stage: Stage): Pr
  */
 export async function execStage(core: BuildCore, ctx: Context, stage: Stage, stream: StepStream): Promise<void> {
   let stageFailed = false;
-  for (const [i, step] of stage.steps.entries()) {
+  for (const step of stage.steps) {
     const run = core.run(step);
-    const status = (): string => (stage.independent ? (stageFailed ? 'failure' : 'running') : core.record.ruleStatus);
-    await runStep(core, ctx, step, status, stream, stage.steps[i + 1]);
+    await runStep(core, ctx, step, () => (stage.independent ? (stageFailed ? 'failure' : 'running') : core.record.ruleStatus), stream);
     if (run.status === 'failure' && !step.ruleset.continue) stageFailed = true;
   }
 }

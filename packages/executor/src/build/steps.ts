@@ -58,13 +58,12 @@ export async function planStep(core: BuildCore, ctx: Context, container: Contain
  * Runs the step's container and, unless it is detached, waits for it to end; its exit code
  * makes its status. Rejects when it could not run or `ctx` ended.
  */
-export async function execStep(core: BuildCore, ctx: Context, container: Container, stream: StepStream, onStarted?: () => void): Promise<void> {
+export async function execStep(core: BuildCore, ctx: Context, container: Container, stream: StepStream): Promise<void> {
   const run = core.run(container);
   if (run.kind === 'init') return;
   await core.containerCall(run, 'exec', () => core.runtime.runContainer(ctx, container, core.build), ctx);
   run.ran = true;
   await core.requestStream(run, stream);
-  onStarted?.();
   if (container.detach) return;
   core.log.debug?.(`waiting for step ${container.name}`);
   const exit = await core.containerCall(run, 'exec', () => core.runtime.waitContainer(ctx, container), ctx, 1);
@@ -85,10 +84,9 @@ export async function execStep(core: BuildCore, ctx: Context, container: Contain
 /**
  * Runs one step as the build reaches it: its ruleset against `status()` (skipped when it does not
  * match), its setup again with the outputs so far, plan, its late setup, and exec, then the outputs
- * it wrote. Once the step runs (or is skipped), the `next` step's container is set up meanwhile
- * when it may be ({@link prefetchSetup}); a skipped step's container set up that way is removed.
+ * it wrote. A skipped step's container set up ahead ({@link setUpAhead}) is removed at once.
  */
-export async function runStep(core: BuildCore, ctx: Context, step: Container, status: () => string, stream: StepStream, next?: Container): Promise<void> {
+export async function runStep(core: BuildCore, ctx: Context, step: Container, status: () => string, stream: StepStream): Promise<void> {
   if (ctx.signal.aborted) throw errOf(ctx);
   const run = core.run(step);
   let execute: boolean;
@@ -105,14 +103,13 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
   if (!execute) {
     run.status = 'skipped';
     await core.reportStep(run);
-    prefetchSetup(core, ctx, next);
     await removeUnrun(core, ctx, run);
     return;
   }
   if (run.template !== undefined && (run.deferred || core.outputs.any)) await setupWithOutputs(core, ctx, run, run.template);
   await planStep(core, ctx, step);
   await setUpLate(core, ctx, run);
-  await execStep(core, ctx, step, stream, () => prefetchSetup(core, ctx, next));
+  await execStep(core, ctx, step, stream);
   if (core.outputs.active && run.exited) await pollOutputs(core, ctx, run);
 }
 
@@ -249,16 +246,24 @@ export async function createSteps(core: BuildCore, ctx: Context, steps: readonly
 }
 
 /**
- * Starts setting the step's container up, if it is set up late, may be set up ahead (no lazy
- * secret) and was not yet: called once the step before it runs. Its failure is reported when the
- * step is reached ({@link setUpLate}); a step that is then skipped has its container removed.
+ * Sets the containers of `steps` (the build's, or a stage's) up in the background, one after the
+ * other, ahead of the build reaching them: started once the build is assembled, so that the first
+ * step's container is set up while services start and each next one while the steps before it run,
+ * one create at a time (creates all at once would slow the engine's starts and exits). Only steps
+ * set up late whose environment is complete (no lazy secret), not reached yet (`pending`); it stops
+ * once exec is over. A failure is reported when the step is reached ({@link setUpLate}); a step
+ * that is then skipped has its container removed.
  */
-export function prefetchSetup(core: BuildCore, ctx: Context, container: Container | undefined): void {
-  if (container === undefined) return;
-  const run = core.run(container);
-  if (!run.late || !run.prefetch || run.creating !== undefined || run.created || ctx.signal.aborted) return;
-  // Settled by setUpLate, removeUnrun or destroy; startSetup handles its rejection.
-  void startSetup(core, ctx, run);
+export function setUpAhead(core: BuildCore, ctx: Context, steps: readonly Container[]): void {
+  const chain = async (): Promise<void> => {
+    for (const step of steps) {
+      if (core.aheadStopped || ctx.signal.aborted) return;
+      const run = core.run(step);
+      if (!run.late || !run.prefetch || run.status !== 'pending' || run.creating !== undefined || run.created) continue;
+      await startSetup(core, ctx, run).catch(() => undefined);
+    }
+  };
+  void chain();
 }
 
 function startSetup(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
