@@ -166,7 +166,7 @@ async function pollOutputs(core: BuildCore, ctx: Context, run: ContainerRun): Pr
 }
 
 /** The image's description for the init log, or why there is none yet (its image needs outputs). */
-export async function inspectStepImage(core: BuildCore, ctx: Context, step: Container): Promise<string> {
+async function inspectStepImage(core: BuildCore, ctx: Context, step: Container): Promise<string> {
   const run = core.run(step);
   if (run.deferred) return `> Step image ${step.image} is set when the step starts: it uses outputs of earlier steps\n`;
   return core.runtime.inspectImage(ctx, step);
