@@ -16,7 +16,8 @@
  * executor (`runBuild`, what `berth exec` runs: network, volume, init log, every step, destroy),
  * against the same by hand: `docker network create`, `docker volume create`, BENCH_STEPS
  * `docker run --rm --network NET -v VOL:/vela IMAGE true`, `docker network rm`, `docker volume rm`;
- * the executor both as it runs now (each step's container set up while the step before it runs) and
+ * the executor both as it runs now (the steps' containers set up in the background, one at a time,
+ * while the build runs) and
  * as before (every container set up in assembleBuild: `setupWhileRunning` hidden). Target ≤ 0.8.
  *
  * Env: BENCH_N (default 20), BENCH_STEPS (default 10), BENCH_ROUNDS (default 3), DOCKER_HOST.
@@ -171,7 +172,7 @@ if (import.meta.main) {
   const per = (values: number[]): string => `${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms`;
   console.log(`  a build of ${result.steps} no-op steps (what \`berth exec\` runs), ${e.cliMs.length} rounds`);
   console.log(`    docker network/volume create, ${result.steps} × docker run --rm --network NET -v VOL:/vela IMAGE true, rm: ${per(e.cliMs)}`);
-  console.log(`    executor, each container set up while the step before it runs: ${per(e.executorMs)}`);
+  console.log(`    executor, containers set up in the background while the build runs: ${per(e.executorMs)}`);
   console.log(`    executor, every container set up in assembleBuild (as before):  ${per(e.assembleMs)}`);
   console.log(`    ratio executor / CLI: ${e.ratio} (target ≤ 0.8) ${e.ratio <= 0.8 ? 'OK' : 'MISSED'}; as before: ${e.assembleRatio}`);
 }

@@ -4,7 +4,7 @@
  * BERTH_REAL_KUBECONFIG names it, the real cluster (tools/kube-cluster); BENCH_BUILDS (2) builds per
  * runtime, BENCH_RUNTIMES (comma list of docker, docker-assemble, kube-sim, real) to pick;
  * docker-assemble is Docker with every container set up in assembleBuild, as before issue 28 item 2
- * (the executor now sets each step's container up while the step before it runs).
+ * (the executor now sets the steps' containers up in the background while the build runs).
  *
  * What is measured, for each pair of consecutive steps i → i+1:
  *
