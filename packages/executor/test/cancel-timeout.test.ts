@@ -13,7 +13,9 @@ import { type RuntimeMethod, slowed, type StreamEvents, stuckStreams } from './s
 const HOLD_MS = 30_000;
 
 /** Which runtime call holds the build in each phase before exec. */
-const HOLD: Record<'create' | 'plan' | 'assemble', RuntimeMethod> = { create: 'setupBuild', plan: 'createNetwork', assemble: 'setupContainer' };
+// Assemble: inspectImage, which it calls for every step whether the runtime sets containers up
+// there or as the build reaches them (setupWhileRunning).
+const HOLD: Record<'create' | 'plan' | 'assemble', RuntimeMethod> = { create: 'setupBuild', plan: 'createNetwork', assemble: 'inspectImage' };
 
 /** Calls `fn` once the reporter saw `name` running. */
 function whenRunning(reporter: RecordingReporter, name: string, fn: () => void): void {

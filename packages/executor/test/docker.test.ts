@@ -166,6 +166,24 @@ describe('runBuild on Docker', { timeout: 180_000 }, () => {
     expect(leftovers()).toBe('');
   });
 
+  // Docker creates a container with its environment: a lazy secret (pull: step_start, loaded in
+  // planStep, go-vela/worker executor/linux/step.go PlanStep) must be loaded before the create.
+  it('a lazy secret (pull: step_start) reaches the step on Docker', async () => {
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      secrets: [secret('lazy', 'lazy-docker-value-7')],
+      steps: [
+        ctn('first', { ...never, commands: ['echo first'] }),
+        ctn('uses-lazy', { ...never, commands: ['echo "lazy=[$LAZY]"'], secrets: [{ source: 'lazy', target: 'LAZY' }] }),
+      ],
+    });
+    build.secrets[0]!.pull = 'step_start';
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    expect(reporter.log('uses-lazy')).toContain('lazy=[***]');
+    expect(leftovers()).toBe('');
+  });
+
   it('uses the busybox image the tests expect', () => {
     expect(BUSYBOX).toMatch(/busybox/);
   });

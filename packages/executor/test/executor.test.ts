@@ -4,7 +4,7 @@ import { Executor } from '../src/executor.ts';
 import { RuntimeEventRouter } from '../src/events.ts';
 import { runBuild } from '../src/run-build.ts';
 import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
-import { failing } from './slow-runtime.ts';
+import { failing, setupInAssemble } from './slow-runtime.ts';
 import { RuntimeError } from '@berth/runtime';
 
 const sh = (script: string) => ({ entrypoint: ['sh', '-c'], commands: [script] });
@@ -368,8 +368,9 @@ describe('secrets and logs', () => {
   it('masks secrets and credentials in the error messages it builds and in the init log (a failing setup quotes them)', async () => {
     const { runtime: base } = await dummy();
     // The engine's error quotes a line of the secret and the netrc password: a mount or a login gone wrong.
+    // Set up in assemble, so that the init log quotes it.
     const runtime = failing(
-      base,
+      setupInAssemble(base),
       'setupContainer',
       () => new RuntimeError('InvalidConfig', `bad mount line-one line-two, login ${NETRC}`, { runtime: 'dummy', operation: 'setupContainer' }),
     );

@@ -4,7 +4,7 @@ import type { Container } from '@berth/pipeline';
 import { type Runtime, RuntimeError } from '@berth/runtime';
 
 /** The runtime methods a test can slow down. */
-export type RuntimeMethod = Exclude<keyof Runtime, 'name'>;
+export type RuntimeMethod = Exclude<keyof Runtime, 'name' | 'setupWhileRunning'>;
 
 /**
  * Wraps `runtime` so that `method` first waits `ms` (honouring its ctx, as the contract asks),
@@ -33,6 +33,38 @@ export function slowed(runtime: Runtime, delays: Partial<Record<RuntimeMethod, n
         }
         return fn.call(target, ctx, ...args);
       };
+    },
+  });
+}
+
+/**
+ * Wraps `runtime` so that every call is recorded in `calls` as it starts: `method name` (the
+ * container's name, or the build's id), in order.
+ */
+export function recorded(runtime: Runtime, calls: string[]): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      return (ctx: Context, subject?: { name?: string; id?: string }, ...args: unknown[]) => {
+        calls.push(`${String(prop)} ${subject?.name ?? subject?.id ?? ''}`.trim());
+        return fn.call(target, ctx, subject, ...args);
+      };
+    },
+  });
+}
+
+/**
+ * `runtime` without `setupWhileRunning`: the executor sets every container up in assembleBuild,
+ * as it does on Kubernetes.
+ */
+export function setupInAssemble(runtime: Runtime): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      if (prop === 'setupWhileRunning') return undefined;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
 }

@@ -65,20 +65,27 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
   if (container.pull === 'on_start') await s.pull(ctx, where, container, s.resolve(container, where), build.id);
   if (!record.created) await create(s, ctx, where, record);
 
-  // Subscribe to the exit before starting (a container that ends at once is not missed; dockerode 582).
+  // Subscribe to the exit before starting (a container that ends at once is not missed; dockerode 582),
+  // and attach (so that the live stream has every byte, see logs.ts): both at once, then the start.
   record.waitController?.abort();
   const controller = new AbortController();
   record.waitController = controller;
+  record.attach?.close();
+  record.attach = undefined;
   const stop = afterFunc(ctx, () => controller.abort(ctx.signal.reason));
-  let exit: NonNullable<ContainerRecord['exit']>;
-  try {
-    ({ exit } = await s.call(ctx, where, () => subscribeExit(s, record.name, controller.signal)));
-  } catch (error) {
+  const [subscribed, attached] = await Promise.allSettled([
+    s.call(ctx, where, () => subscribeExit(s, record.name, controller.signal)),
+    s.call(ctx, where, (signal) => openAttach(s.connection, record.name, signal)),
+  ]);
+  stop();
+  if (subscribed.status === 'rejected' || (attached.status === 'rejected' && ctx.signal.aborted)) {
     controller.abort();
-    throw error;
-  } finally {
-    stop();
+    if (attached.status === 'fulfilled') attached.value?.destroy();
+    throw subscribed.status === 'rejected' ? subscribed.reason : (attached as PromiseRejectedResult).reason;
   }
+  const { exit } = subscribed.value;
+  // An attach that failed leaves the log file alone; the start tells whether the engine is there.
+  if (attached.status === 'fulfilled' && attached.value) record.attach = new PendingAttach(attached.value, s.logStallMs);
   let lost = false;
   exit.then(
     () => (record.exited = true),
@@ -88,19 +95,6 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
       if (record.exit === exit) record.exit = undefined;
     },
   );
-  // Attach before the start, so the live stream has every byte (see logs.ts).
-  record.attach?.close();
-  record.attach = undefined;
-  try {
-    const socket = await s.call(ctx, where, (signal) => openAttach(s.connection, record.name, signal));
-    if (socket) record.attach = new PendingAttach(socket, s.logStallMs);
-  } catch (error) {
-    if (ctx.signal.aborted) {
-      controller.abort();
-      throw error;
-    }
-    // The log file alone will do; the start tells whether the engine is there.
-  }
   try {
     await s.call(
       ctx,

@@ -32,6 +32,8 @@ export const DEFAULT_STOP_GRACE_MS = 10_000;
  */
 export class DockerRuntime implements Runtime {
   readonly name = RUNTIME_NAME;
+  /** Each container is one create of its own, possible until the build is removed (contract 1.3). */
+  readonly setupWhileRunning = true;
   readonly #s: RuntimeState;
 
   constructor(

@@ -54,6 +54,8 @@ const CAPS_PRIVILEGED = '000001ffffffffff';
  */
 export class DummyRuntime implements Runtime {
   readonly name: string;
+  /** As Docker's: each container is created on its own, at any time until the build is removed (contract 1.3). */
+  readonly setupWhileRunning = true;
   readonly #config: RuntimeConfig;
   readonly #options: DummyRuntimeOptions;
   readonly #engine: DummyEngine;

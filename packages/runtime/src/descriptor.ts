@@ -7,7 +7,7 @@ import type { Runtime, RuntimeConfig } from './runtime.ts';
  * minor when methods or fields are added. A plugin declares the one it was written against as a
  * literal (importing this constant would always match the installed contract).
  */
-export const CONTRACT_VERSION = '1.2.0';
+export const CONTRACT_VERSION = '1.3.0';
 
 /**
  * An optional part of the contract a plugin declares it offers, in {@link RuntimeDescriptor.capabilities}.

@@ -101,6 +101,15 @@ export interface RuntimeConfig {
 export interface Runtime {
   /** The runtime's name, e.g. `docker`, `kubernetes`. */
   readonly name: string;
+  /**
+   * Optional (contract 1.3): true when {@link setupContainer} may be called at any time until the
+   * build is removed — after {@link assembleBuild}, while other containers of the build run — each
+   * container being set up on its own (Docker: one create per container). The executor then sets a
+   * step's container up while the step before it runs, instead of every container before the
+   * first step. Unset (Kubernetes: the pod holds every container), every container is set up
+   * before {@link assembleBuild}.
+   */
+  readonly setupWhileRunning?: boolean;
 
   // ---- build -------------------------------------------------------------------------------
 

@@ -40,3 +40,17 @@ export function median(values: readonly number[]): number {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
+
+/**
+ * `runtime` without `setupWhileRunning` (contract 1.3): the executor then sets every container up
+ * in assembleBuild, as it did before issue 28 and still does on Kubernetes. For before/after figures.
+ */
+export function setupInAssemble(runtime: Runtime): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop) {
+      if (prop === 'setupWhileRunning') return undefined;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

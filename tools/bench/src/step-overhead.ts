@@ -2,7 +2,9 @@
  * Per-step overhead (issue 24 item 6, issue 28 item 2): a build of N quick steps (BENCH_STEPS, 10)
  * run by the executor (`runBuild`, as a worker runs it) on Docker, kube-sim and, when
  * BERTH_REAL_KUBECONFIG names it, the real cluster (tools/kube-cluster); BENCH_BUILDS (2) builds per
- * runtime, BENCH_RUNTIMES (comma list of docker, kube-sim, real) to pick.
+ * runtime, BENCH_RUNTIMES (comma list of docker, docker-assemble, kube-sim, real) to pick;
+ * docker-assemble is Docker with every container set up in assembleBuild, as before issue 28 item 2
+ * (the executor now sets the steps' containers up in the background while the build runs).
  *
  * What is measured, for each pair of consecutive steps i → i+1:
  *
@@ -38,6 +40,7 @@ import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
 import { createKubernetesRuntime } from '@berth/runtime-kubernetes';
 import { KubeConfig, type V1ContainerStatus, type V1Pod, Watch } from '@kubernetes/client-node';
+import { setupInAssemble } from './docker-common.ts';
 import { createNamespace, deleteNamespace } from './kube-namespace.ts';
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 10);
@@ -48,7 +51,9 @@ const CONTAINERD_LOG = process.env.BERTH_KUBE_CONTAINERD_LOG ?? '/var/lib/berth-
 const AUDIT_LOG = process.env.BERTH_KUBE_AUDIT_LOG ?? '/var/lib/berth-kube/logs/audit.log';
 const GOAL_DOCKER_MS = 100;
 const cluster = realCluster();
-const RUNTIMES = (process.env.BENCH_RUNTIMES ?? 'docker,kube-sim,real').split(',').filter((r) => r !== 'real' || cluster.kubeconfig !== undefined);
+const RUNTIMES = (process.env.BENCH_RUNTIMES ?? 'docker,docker-assemble,kube-sim,real')
+  .split(',')
+  .filter((r) => r !== 'real' || cluster.kubeconfig !== undefined);
 
 /** ms since the epoch of the host's boot, from /proc/uptime (10 ms units). */
 function bootEpochMs(): number {
@@ -165,9 +170,10 @@ async function openLane(name: string): Promise<Lane> {
   const workerId = `bench-overhead-${name}-${process.pid}`;
   const [ctx, cancel] = withTimeout(background(), 60_000);
   try {
-    if (name === 'docker') {
+    if (name === 'docker' || name === 'docker-assemble') {
       const runtime = await dockerRuntime().create(ctx, { workerId });
-      return { runtime, close: () => runtime.close() };
+      // docker-assemble: every container set up in assembleBuild, as before issue 28 (setupWhileRunning hidden).
+      return { runtime: name === 'docker' ? runtime : setupInAssemble(runtime), close: () => runtime.close() };
     }
     const options = { pauseImage: PAUSE, pendingTimeoutMs: 120_000 };
     if (name === 'kube-sim') {
@@ -374,7 +380,7 @@ console.log('| runtime | exit → seen | exit → log stream closed | seen → n
 console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const [name, ts] of results)
   console.log(`| ${name} | ${p50p95(ts, 'exitSeen')} | ${p50p95(ts, 'exitToLogClosed')} | ${p50p95(ts, 'seenToStart')} | ${p50p95(ts, 'startToChunk')} |`);
-const kube = [...results].filter(([name]) => name !== 'docker');
+const kube = [...results].filter(([name]) => !name.startsWith('docker'));
 if (kube.length > 0) {
   console.log(
     "\nKubernetes: the bench's own pod watch; on the real cluster the runtime's patch (audit log) and the kubelet's CRI calls (containerd's log); ms p50 / p95\n",

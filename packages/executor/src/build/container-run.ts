@@ -31,6 +31,15 @@ export class ContainerRun {
   template: Container | undefined;
   /** With outputs: its image needs an output, so it is set up only when it starts. */
   deferred = false;
+  /**
+   * Set up when the build reaches it, not in assembleBuild (a runtime with `setupWhileRunning`):
+   * ahead of the build reaching it (`prefetch`), or just before it runs when it takes a lazy secret.
+   */
+  late = false;
+  /** May be set up ahead of the build reaching it: late, and its environment is complete before planStep. */
+  prefetch = false;
+  /** The late setup under way or done; settles once setupContainer did (`created` is then set). */
+  creating: Promise<void> | undefined;
 
   constructor(kind: TargetKind, container: Container, stage?: string) {
     this.kind = kind;

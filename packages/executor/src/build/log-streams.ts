@@ -6,7 +6,7 @@ import { background, Channel, type Context, TaskGroup } from '@berth/context';
 import type { Container } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { messageOf } from '../errors.ts';
-import type { LogOptions } from '../executor.ts';
+import type { LogOptions } from '../options.ts';
 import { LogWriter, pumpLog } from '../log/log-writer.ts';
 import type { Reporter, Target, TargetKind } from '../reporter.ts';
 import { type Deferred, settleWithin } from './contexts.ts';

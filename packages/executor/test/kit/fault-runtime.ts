@@ -19,7 +19,7 @@ import { type Runtime, RuntimeError, type RuntimeErrorCode } from '@berth/runtim
 import { prng } from '../prng.ts';
 
 /** The runtime methods, as the wrapper names calls. */
-export type RuntimeMethod = Exclude<keyof Runtime, 'name'>;
+export type RuntimeMethod = Exclude<keyof Runtime, 'name' | 'setupWhileRunning'>;
 
 /** Calls that remove what a build created: a fault there may leave resources for `reap`. */
 export const CLEANUP_CALLS: ReadonlySet<RuntimeMethod> = new Set(['removeContainer', 'removeVolume', 'removeNetwork', 'removeBuild']);

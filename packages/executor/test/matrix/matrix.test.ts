@@ -18,6 +18,7 @@ import type { Executor } from '../../src/executor.ts';
 import { type BuildResult, runBuild } from '../../src/run-build.ts';
 import { BUSYBOX, ctn, makeBuild, RecordingReporter, secret, stage } from '../helpers.ts';
 import { faultRuntime } from '../kit/fault-runtime.ts';
+import { recorded } from '../slow-runtime.ts';
 import { secretForms } from '../soak/pipeline.ts';
 import { type MatrixRuntime, matrixRuntimes, startRuntime } from './runtimes.ts';
 
@@ -169,6 +170,43 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(reporter.last('never')?.status).toBe('skipped');
     expect(reporter.last('on-failure')?.status).toBe('success');
     expect(reporter.log('on-failure')).toContain('cleaning up');
+    expect(await leftovers()).toEqual([]);
+  });
+
+  /**
+   * Issue 28 item 2: where the runtime sets containers up on their own (Docker, the dummy), the
+   * steps' containers are set up while the build runs; one set up for a step that then does not
+   * run (its ruleset skips it after a failure) is removed before the next step runs. On
+   * Kubernetes every container is in the pod from the start, as in Vela.
+   */
+  it('a step skipped after a failure: its container set up ahead is removed before the next step runs; logs in order; nothing left', async () => {
+    const reporter = new RecordingReporter();
+    const calls: string[] = [];
+    const onFailure = ctn('on-failure', { ...NEVER, commands: ['echo cleanup-1', 'echo cleanup-2'] });
+    onFailure.ruleset.if.status = ['failure'];
+    const build = makeBuild({
+      steps: [
+        ctn('fails', { ...NEVER, commands: ['echo fails-1', 'echo fails-2', 'exit 4'] }),
+        ctn('skipped', { ...NEVER, commands: ['echo never-printed'] }),
+        onFailure,
+      ],
+    });
+    const result = await run(build, reporter, { runtime: recorded(rt.runtime, calls) });
+    expect(result.status).toBe('failure');
+    expect(reporter.last('fails')).toMatchObject({ status: 'failure', exitCode: 4 });
+    expect(reporter.last('skipped')?.status).toBe('skipped');
+    expect(reporter.last('on-failure')?.status).toBe('success');
+    expect(reporter.log('fails')).toBe('$ echo fails-1\nfails-1\n$ echo fails-2\nfails-2\n$ exit 4\n');
+    expect(reporter.log('on-failure')).toBe('$ echo cleanup-1\ncleanup-1\n$ echo cleanup-2\ncleanup-2\n');
+    expect(reporter.log('skipped')).toBe('');
+    expect(calls).not.toContain('runContainer skipped');
+    if (rt.runtime.setupWhileRunning === true) {
+      const setUp = calls.indexOf('setupContainer skipped');
+      const removed = calls.indexOf('removeContainer skipped');
+      expect(setUp).toBeGreaterThan(calls.findIndex((c) => c.startsWith('assembleBuild')));
+      expect(removed).toBeGreaterThan(Math.max(setUp, calls.indexOf('runContainer fails')));
+      expect(removed).toBeLessThan(calls.indexOf('runContainer on-failure'));
+    }
     expect(await leftovers()).toEqual([]);
   });
 

@@ -1,0 +1,119 @@
+/**
+ * Issue 28 item 2: on a runtime that sets each container up on its own (`setupWhileRunning`:
+ * Docker, the dummy), the executor sets the steps' containers up once the build is assembled, one
+ * at a time while the build runs, not all of them in assembleBuild; a container set up for a step that then does not run is removed at
+ * once; a step taking a lazy secret is set up only once the secret is loaded. On a runtime without
+ * it (Kubernetes: the pod holds every container) every container is set up before assembleBuild,
+ * as Vela's executor does (go-vela/worker executor/linux/build.go AssembleBuild → CreateStep).
+ */
+import { background } from '@berth/context';
+import { describe, expect, it } from 'vitest';
+import { runBuild } from '../src/run-build.ts';
+import { ctn, dummy, makeBuild, RecordingReporter, secret } from './helpers.ts';
+import { recorded, setupInAssemble } from './slow-runtime.ts';
+
+/** The index of the first call `call` in `calls`; fails when there is none. */
+function at(calls: readonly string[], call: string): number {
+  const i = calls.indexOf(call);
+  expect(i, `${call} in ${calls.join(', ')}`).toBeGreaterThanOrEqual(0);
+  return i;
+}
+
+describe('setting steps up while the build runs', () => {
+  it("sets the steps' containers up after assembleBuild, one at a time, each before its step runs; inspects each image once; keeps the logs in order", async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      steps: [ctn('one', { commands: ['echo one-a', 'echo one-b'] }), ctn('two', { commands: ['echo two-a'] }), ctn('three', { commands: ['echo three-a'] })],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    // Set up once the build is assembled, one at a time, each before its step runs.
+    const assembled = at(calls, `assembleBuild ${build.id}`);
+    for (const step of ['one', 'two', 'three']) {
+      expect(at(calls, `setupContainer ${step}`)).toBeGreaterThan(assembled);
+      expect(at(calls, `setupContainer ${step}`)).toBeLessThan(at(calls, `runContainer ${step}`));
+    }
+    expect(calls.filter((c) => c.startsWith('setupContainer'))).toEqual(['setupContainer one', 'setupContainer two', 'setupContainer three']);
+    // One image, inspected once.
+    expect(calls.filter((c) => c.startsWith('inspectImage'))).toHaveLength(1);
+    expect(reporter.log('init').match(/> Preparing step image /g)).toHaveLength(3);
+    expect(reporter.log('one')).toBe('$ echo one-a\none-a\n$ echo one-b\none-b\n');
+    expect(reporter.log('two')).toBe('$ echo two-a\ntwo-a\n');
+    expect(reporter.log('three')).toBe('$ echo three-a\nthree-a\n');
+    // Reported in order: each step ends before the next one runs.
+    const order = reporter.steps.filter((s) => s.kind === 'step').map((s) => `${s.name} ${s.status}`);
+    expect(order).toEqual(['one running', 'one success', 'two running', 'two success', 'three running', 'three success']);
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('removes at once the container set up for a step that is then skipped (its ruleset says no after a failure); nothing is left', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const reporter = new RecordingReporter();
+    const onFailure = ctn('on-failure', { commands: ['echo cleaning up'] });
+    onFailure.ruleset.if.status = ['failure'];
+    const build = makeBuild({ steps: [ctn('broken', { commands: ['echo breaking', 'exit 2'] }), ctn('skipped', { commands: ['echo never'] }), onFailure] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('failure');
+    expect(reporter.last('broken')).toMatchObject({ status: 'failure', exitCode: 2 });
+    expect(reporter.last('skipped')?.status).toBe('skipped');
+    expect(reporter.log('skipped')).toBe('');
+    expect(reporter.last('on-failure')?.status).toBe('success');
+    expect(reporter.log('on-failure')).toContain('cleaning up');
+    // Set up ahead, removed as soon as it was skipped (before the next step ran), never run.
+    expect(at(calls, 'setupContainer skipped')).toBeGreaterThan(at(calls, `assembleBuild ${build.id}`));
+    expect(at(calls, 'removeContainer skipped')).toBeGreaterThan(at(calls, 'runContainer broken'));
+    expect(at(calls, 'removeContainer skipped')).toBeLessThan(at(calls, 'runContainer on-failure'));
+    expect(calls).not.toContain('runContainer skipped');
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('sets a step taking a lazy secret (pull: step_start) up only once the secret is loaded, with the secret in its environment', async () => {
+    const { runtime: base } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      secrets: [secret('lazy', 'lazy-value-99')],
+      steps: [
+        ctn('first', { commands: ['echo first'] }),
+        ctn('uses-lazy', { commands: ['echo "lazy=[$LAZY]"'], secrets: [{ source: 'lazy', target: 'LAZY' }] }),
+      ],
+    });
+    build.secrets[0]!.pull = 'step_start';
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      loadSecret: (_ctx, s) => {
+        calls.push(`loadSecret ${s.name}`);
+        return Promise.resolve(s.value);
+      },
+    });
+    expect(result.status).toBe('success');
+    // Not set up ahead: only once the build reached it and loaded its secret.
+    expect(at(calls, 'setupContainer uses-lazy')).toBeGreaterThan(at(calls, 'loadSecret lazy'));
+    expect(at(calls, 'loadSecret lazy')).toBeGreaterThan(at(calls, 'runContainer first'));
+    expect(reporter.log('uses-lazy')).toContain('lazy=[***]');
+  });
+
+  it('sets every container up before assembleBuild on a runtime without setupWhileRunning (Kubernetes)', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(setupInAssemble(base), calls);
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('one', { commands: ['echo one'] }), ctn('two', { commands: ['echo two'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    const assembled = at(calls, `assembleBuild ${build.id}`);
+    expect(at(calls, 'setupContainer one')).toBeLessThan(assembled);
+    expect(at(calls, 'setupContainer two')).toBeLessThan(assembled);
+    // Inspected after each setup, as before.
+    expect(calls.filter((c) => c.startsWith('inspectImage'))).toEqual(['inspectImage one', 'inspectImage two']);
+    expect(engine.containers.size).toBe(0);
+  });
+});
