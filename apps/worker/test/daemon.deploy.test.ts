@@ -50,13 +50,13 @@ describe('deploy/kubernetes', () => {
   const rbac = docs('rbac.yaml');
   const deployment = docs('statefulset.yaml');
 
-  it('the Role grants exactly pods get/list/watch/create/patch/delete, pods/log get, events list/watch, in one namespace', () => {
+  it('the Role grants exactly pods get/list/watch/create/patch/delete, pods/log get, events list (never watched), in one namespace', () => {
     const role = rbac.find((d) => d.kind === 'Role')!;
     expect(role.metadata.namespace).toBe('vela');
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
       { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['list'] },
     ]);
     expect(rbac.some((d) => d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding')).toBe(false);
     const binding = rbac.find((d) => d.kind === 'RoleBinding')!;
