@@ -135,3 +135,21 @@ export function labelled(workerId: string): string[] {
   const run = (args: string[]): string[] => execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean);
   return [...run(['ps', '-aq', '--filter', label]), ...run(['network', 'ls', '-q', '--filter', label]), ...run(['volume', 'ls', '-q', '--filter', label])];
 }
+
+const FINAL = ['success', 'failure', 'error', 'canceled', 'killed'];
+
+/**
+ * Waits until build `id` is over: its status at the server is final and no worker lists it as
+ * running any more. The worker sends the final status when exec returns, as go-vela/worker does
+ * (executor/linux/build.go ExecBuild defers build.Upload; cmd/vela-worker/exec.go destroys the
+ * build afterwards), so the last log uploads, the services' final statuses and the removal of the
+ * containers come after it; the worker takes the build off its record (PUT of the worker) last.
+ */
+export async function waitForBuildOver(sim: VelaSim, id: number, timeoutMs = 60_000, everyMs = 100): Promise<void> {
+  await waitFor(`build ${id} to be over`, () => buildOver(sim, id), timeoutMs, everyMs);
+}
+
+/** Build `id` is over (see {@link waitForBuildOver}). */
+export function buildOver(sim: VelaSim, id: number): boolean {
+  return FINAL.includes(sim.builds.get(id)?.status ?? '') && [...sim.workers.values()].every((w) => !w.running_build_ids.includes(id));
+}

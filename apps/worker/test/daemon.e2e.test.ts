@@ -1,8 +1,20 @@
 // End to end: an in-process `berth start` against vela-sim, real Redis and the Docker engine.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, labelled, uniqueRoute, waitFor, startRegistered, startWorker, stopRegistered } from './daemon-harness.ts';
+import {
+  IMAGE,
+  type WorkerHandle,
+  executable,
+  labelled,
+  uniqueRoute,
+  waitFor,
+  waitForBuildOver,
+  startRegistered,
+  startWorker,
+  stopRegistered,
+} from './daemon-harness.ts';
 
 const SECRET = `s3cr3t-${randomUUID().slice(0, 8)}`;
 
@@ -55,7 +67,7 @@ steps:
       - echo line three
 `,
     );
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    await waitForBuildOver(sim, id);
     const b = sim.builds.get(id)!;
     expect(b.error).toBeUndefined();
     expect(b).toMatchObject({ status: 'success', host: worker.hostname, runtime: 'docker', distribution: 'linux' });
@@ -109,6 +121,61 @@ steps:
     );
   });
 
+  it("sends the build's final status when exec returns, before the containers are removed and the service's final status, as go-vela/worker does", async () => {
+    // go-vela/worker: executor/linux/build.go ExecBuild defers build.Upload
+    // (internal/build/upload.go); cmd/vela-worker/exec.go runs DestroyBuild afterwards (deferred),
+    // whose DestroyService uploads the service's status (executor/linux/service.go).
+    const since = Date.now();
+    const { id, repo } = await enqueue(
+      () => `
+version: "1"
+services:
+  - name: svc
+    image: ${IMAGE}
+    pull: never
+    entrypoint: [ "/bin/sh", "-c", "echo up; sleep 30" ]
+steps:
+  - name: one
+    image: ${IMAGE}
+    pull: never
+    commands: [ "echo one" ]
+`,
+    );
+    await waitForBuildOver(sim, id);
+    const B = `/api/v1/repos/octo/${repo}/builds/1`;
+    const finals = sim.callsTo('PUT', B).filter((c) => c.status === 200 && /"status":"success"/.test(c.summary));
+    expect(finals).toHaveLength(1);
+    const final = finals[0]!.at;
+    const stepDone = sim.callsTo('PUT', `${B}/steps/2`).find((c) => /"status":"success"/.test(c.summary));
+    expect(stepDone!.at).toBeLessThanOrEqual(final);
+    const serviceDone = sim.callsTo('PUT', `${B}/services/1`).find((c) => /"status":"success"/.test(c.summary));
+    expect(serviceDone!.at).toBeGreaterThan(final);
+    // The engine removed the build's containers after the build's final status reached the server.
+    const removed = execFileSync(
+      'docker',
+      [
+        'events',
+        '--since',
+        (since / 1000 - 1).toFixed(3),
+        '--until',
+        (Date.now() / 1000 + 1).toFixed(3),
+        '--filter',
+        'type=container',
+        '--filter',
+        'event=destroy',
+        '--format',
+        '{{json .}}',
+      ],
+      { encoding: 'utf8' },
+    )
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as { timeNano: number; Actor: { Attributes: { name?: string } } })
+      .filter((e) => e.Actor.Attributes.name?.includes(repo));
+    expect(removed.map((e) => e.Actor.Attributes.name).sort()).toEqual([`service_octo_${repo}_1_svc`, `step_octo_${repo}_1_one`]);
+    for (const e of removed) expect(e.timeNano / 1e6).toBeGreaterThan(final);
+  });
+
   it("honours Vela's secret restrictions: events, images, commands and substitution, saying in the step log what was withheld", async () => {
     const repo = `r-${randomUUID().slice(0, 8)}`;
     const values = { open: `open-${SECRET}`, closed: `closed-${SECRET}`, pr: `pr-${SECRET}`, nocmd: `nocmd-${SECRET}`, other: `other-${SECRET}` };
@@ -141,7 +208,7 @@ steps:
     );
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route });
     const id = build.id!;
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    await waitForBuildOver(sim, id);
     expect(sim.builds.get(id)).toMatchObject({ status: 'success' });
     const log = sim.stepLog(id, 2)!.toString('utf8');
     const lines = log.split('\n');
@@ -179,7 +246,7 @@ steps:
 `,
       { repoFields: { pipeline_type: 'go' } },
     );
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    await waitForBuildOver(sim, id);
     const enqueued = sim.builds.get(id)!.enqueued!;
     expect(enqueued).toBeGreaterThan(0);
     const log = sim.stepLog(id, 2)!.toString('utf8');
@@ -208,7 +275,7 @@ steps:
     commands: [ "echo never" ]
 `,
     );
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    await waitForBuildOver(sim, id);
     expect(sim.builds.get(id)!.status).toBe('failure');
     const [, fails, after] = sim.stepsOf(id).sort((a, b) => a.number! - b.number!);
     expect(fails).toMatchObject({ name: 'fails', status: 'failure', exit_code: 3 });
@@ -248,7 +315,8 @@ steps:
     // Answered when recorded (issue #26 item 1), not after the stop grace of 2 s (sh as PID 1
     // ignores SIGTERM: SIGKILL after the grace).
     expect(ms).toBeLessThanOrEqual(1_000);
-    await waitFor('the final build status', () => sim.builds.get(id)?.status === 'canceled', 10_000);
+    await waitForBuildOver(sim, id, 15_000);
+    expect(sim.builds.get(id)?.status).toBe('canceled');
     expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'canceled', exit_code: 137 });
     expect(worker.daemon.slots.size).toBe(0);
     expect(labelled(worker.hostname)).toEqual([]);

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor, waitForBuildOver } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
@@ -36,8 +36,6 @@ async function enqueue(yaml: (repo: string) => string) {
   return { id: build.id!, repo, push: () => sim.redis().rpush(route, sim.sign(JSON.stringify({ build, item_version: 3 }))) };
 }
 
-const ended = (id: number) => () => ['success', 'failure', 'error', 'canceled'].includes(sim.builds.get(id)?.status ?? '');
-
 describe('server faults', { timeout: 110_000 }, () => {
   it('5xx, timeouts, resets and lost answers on build, step and log calls are retried; the stored log is the output, masked, once, in order', async () => {
     const { id, repo, push } = await enqueue(
@@ -67,7 +65,7 @@ steps:
     sim.fail({ method: 'PUT', path: `${B}/steps/2/logs`, kind: 'reset', times: 1 });
     sim.fail({ method: 'PUT', path: `${B}/steps/2/logs`, kind: 'non-json', times: 1, when: 'after' });
     await push();
-    await waitFor('the build to end', ended(id), 90_000);
+    await waitForBuildOver(sim, id, 90_000);
     expect(sim.builds.get(id)).toMatchObject({ status: 'success' });
     expect(sim.stepsOf(id).find((s) => s.number === 2)).toMatchObject({ status: 'success' });
     const expected =
@@ -99,7 +97,7 @@ steps:
     sim.fail({ method: 'PUT', path: logPath, kind: 'status', status: 500, times: 2 });
     sim.fail({ method: 'PUT', path: logPath, kind: 'timeout', times: 1 });
     await push();
-    await waitFor('the build to end', ended(id), 90_000);
+    await waitForBuildOver(sim, id, 90_000);
     expect(sim.builds.get(id)?.status).toBe('success');
     let content = '';
     for (let i = 0; i < lines; i++) content += `${String(i).padStart(8, '0')} ${'x'.repeat(41)}\n`;

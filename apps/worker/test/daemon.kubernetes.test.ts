@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor, waitForBuildOver } from './daemon-harness.ts';
 
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
 const SECRET = `k8s-${randomUUID().slice(0, 8)}`;
@@ -78,7 +78,7 @@ steps:
     );
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route });
     const id = build.id!;
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 90_000, 250);
+    await waitForBuildOver(sim, id, 90_000, 250);
     expect(sim.builds.get(id)).toMatchObject({ status: 'success', runtime: 'kubernetes', host: worker.hostname });
     expect(sim.stepsOf(id).map((s) => [s.name, s.status])).toEqual([
       ['init', 'success'],

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitForBuildOver, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 const CAP = 4096;
 let sim: VelaSim;
@@ -32,7 +32,7 @@ steps:
 `;
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(yaml, { org: 'octo', repo, number: 1 }), route });
     const id = build.id!;
-    await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+    await waitForBuildOver(sim, id);
     expect(sim.builds.get(id)!.status).toBe('success');
     const log = sim.stepLog(id, 2)!.toString('utf8');
     expect(log.startsWith('$ seq 1 3000')).toBe(true);

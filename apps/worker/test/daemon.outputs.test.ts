@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor, waitForBuildOver } from './daemon-harness.ts';
 
 const TOKEN = `out-${randomUUID().slice(0, 8)}`;
 const TAG = IMAGE.split(':').at(-1) ?? '1.35';
@@ -50,7 +50,7 @@ async function run(route: string) {
   const pipeline = executable(yaml, { org: 'octo', repo, number: 1 });
   const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route });
   const id = build.id!;
-  await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+  await waitForBuildOver(sim, id);
   return { id, build: sim.builds.get(id)! };
 }
 

@@ -1,7 +1,7 @@
 // Three in-process workers share one queue: 30 short builds, each run exactly once.
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, buildOver, executable, labelled, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
 
 let sim: VelaSim;
 const workers: WorkerHandle[] = [];
@@ -43,12 +43,7 @@ steps:
       console.log(`${Math.round((Date.now() - t0) / 1000)} s:`, Object.fromEntries(by));
     }, 10_000);
     try {
-      await waitFor(
-        '30 builds to end',
-        () => ids.every((id) => ['success', 'failure', 'error', 'canceled'].includes(sim.builds.get(id)?.status ?? '')),
-        120_000,
-        250,
-      );
+      await waitFor('30 builds to end', () => ids.every((id) => buildOver(sim, id)), 120_000, 250);
     } finally {
       clearInterval(progress);
     }

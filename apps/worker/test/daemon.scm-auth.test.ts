@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor, waitForBuildOver } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
@@ -29,7 +29,7 @@ async function run(yaml: string, repoFields: Record<string, unknown>) {
   const pipeline = executable(yaml, { org: 'octo', repo, number: 1 });
   const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline, route, repoFields });
   const id = build.id!;
-  await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(id)?.status ?? ''), 60_000);
+  await waitForBuildOver(sim, id);
   return { id, repo, build: sim.builds.get(id)! };
 }
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSentinelUrl } from '../src/vela/sentinel-url.ts';
-import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, startWorker, uniqueRoute, waitFor, waitForBuildOver } from './daemon-harness.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 let sim: VelaSim;
@@ -54,7 +54,8 @@ steps:
     commands: [ "echo via sentinel" ]
 `;
     const { build } = await sim.enqueueBuild({ org: 'octo', repo, number: 1, pipeline: executable(yaml, { org: 'octo', repo, number: 1 }), route });
-    await waitFor('the build to run', () => sim.builds.get(build.id!)?.status === 'success', 60_000);
+    await waitForBuildOver(sim, build.id!);
+    expect(sim.builds.get(build.id!)?.status).toBe('success');
     expect(sim.stepLog(build.id!, 2)!.toString('utf8')).toContain('via sentinel');
     const ready = (await (await fetch(`${worker.daemon.url}/ready`)).json()) as { checks: { queue: { ok: boolean } } };
     expect(ready.checks.queue.ok).toBe(true);

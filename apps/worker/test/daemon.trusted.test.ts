@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitForBuildOver, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
@@ -35,7 +35,7 @@ steps:
     route,
     repoFields: { trusted },
   });
-  await waitFor('the build to end', () => ['success', 'failure', 'error'].includes(sim.builds.get(build.id!)?.status ?? ''), 60_000);
+  await waitForBuildOver(sim, build.id!);
   return { build: sim.builds.get(build.id!)!, log: sim.stepLog(build.id!, 2)?.toString('utf8') ?? '' };
 }
 

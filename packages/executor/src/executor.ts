@@ -31,7 +31,8 @@ export type { StreamRequest } from './build/log-streams.ts';
  * The init step is no container: it holds the build's setup log. Services run detached; steps in
  * order; stages as a DAG on `needs`. Each lifecycle method rejects with an {@link ExecutorError}
  * (or the ctx's error) when the build cannot go on; a step that fails is no error (the build's
- * status says it). The final build status is reported at the end of destroyBuild.
+ * status says it). The final build status is reported at the end of destroyBuild, or when
+ * execBuild returns (as Vela does) with `finalBuildStatusAt: 'exec-end'`.
  *
  * Gotcha: one executor runs one build, once.
  */
@@ -44,6 +45,7 @@ export class Executor {
   /** streamStep, as the stream requests of steps carry it. */
   readonly #streamStep = (ctx: Context, container: Container): Promise<void> => this.streamStep(ctx, container);
   #destroyed = false;
+  #finished = false;
 
   constructor(options: ExecutorOptions) {
     this.#core = new BuildCore(options);
@@ -70,7 +72,7 @@ export class Executor {
    * Cancels the build: the build ctx is cancelled (exec stops at once, streams after their grace),
    * running steps end `canceled` with exit code 137, steps not reached end `canceled`, and the
    * build ends `canceled`. Containers are removed by destroyBuild. No effect once the build is over
-   * (its contexts ended: exec returned) or destroying began.
+   * (its final status recorded, or its contexts ended: exec returned) or destroying began.
    *
    * Gotcha: it cancels through the contexts made by {@link contexts} (runBuild makes them); an
    * executor driven with contexts of its own only records the cancel — cancel those yourself.
@@ -203,8 +205,9 @@ export class Executor {
 
   /**
    * Runs the services (detached), then the steps in order, then the stages as a DAG. Closes the
-   * stream-request channel when it returns. Rejects when the build cannot go on (a container could
-   * not run, the build timed out or was cancelled).
+   * stream-request channel when it returns, and with `finalBuildStatusAt: 'exec-end'` records and
+   * reports the build's final status. Rejects when the build cannot go on (a container could not
+   * run, the build timed out or was cancelled).
    */
   async execBuild(ctx: Context): Promise<void> {
     this.#core.enter(ctx);
@@ -239,6 +242,8 @@ export class Executor {
       this.#execDone = true;
       this.#core.aheadStopped = true;
       this.#core.streams.close();
+      // Vela: executor/linux/build.go ExecBuild defers close(c.streamRequests), then build.Upload.
+      if (this.#core.options.finalBuildStatusAt === 'exec-end') await this.#finish();
     }
   }
 
@@ -265,8 +270,8 @@ export class Executor {
   /**
    * Removes every container (services and running steps are stopped first; ended steps after
    * their log was read), the volume, the network and the runtime build; reports the final status
-   * of every step and of the build. Never rejects: what it cannot remove is logged (and left to
-   * the runtime's reap).
+   * of every step and of the build (unless execBuild reported it: `finalBuildStatusAt`). Never
+   * rejects: what it cannot remove is logged (and left to the runtime's reap).
    */
   async destroyBuild(ctx: Context): Promise<void> {
     if (this.#destroyed) return;
@@ -289,8 +294,7 @@ export class Executor {
     } finally {
       this.#unregisterEvents?.();
       this.#unregisterEvents = undefined;
-      this.#core.record.finish();
-      await this.#reportBuild();
+      await this.#finish();
     }
   }
 
@@ -447,6 +451,14 @@ export class Executor {
     if (run === undefined) return;
     const masked = event.type === 'notice' ? { ...event, message: this.#core.mask(event.message) } : event;
     this.#core.reporter.runtimeEvent(this.#core.reportCtx, run.target, masked);
+  }
+
+  /** The build is over: its final status is recorded and reported, once. */
+  async #finish(): Promise<void> {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#core.record.finish();
+    await this.#reportBuild();
   }
 
   async #reportBuild(): Promise<void> {

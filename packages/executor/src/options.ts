@@ -70,5 +70,25 @@ export interface ExecutorOptions {
    * is refused at its start. Default false.
    */
   outputs?: boolean;
+  /**
+   * When the build's final status is recorded and reported (the end of `executor.status`'s
+   * `running`, the reporter's last `buildStatus`):
+   *
+   * - `'destroy-end'` (default): at the end of destroyBuild, once every container, the volume and
+   *   the network are removed and every step's final status and log were reported. `berth exec`'s
+   *   console prints its summary then, after every step's result.
+   * - `'exec-end'`: when execBuild returns (succeeded, failed, cancelled or timed out), before the
+   *   log streams are drained and the build is destroyed, as go-vela/worker does:
+   *   executor/linux/build.go ExecBuild defers `build.Upload` (internal/build/upload.go), and
+   *   cmd/vela-worker/exec.go runs DestroyBuild after ExecBuild returned (deferred). destroyBuild
+   *   then still reports the final status of the containers it stops (services, detached steps,
+   *   steps not reached), as Vela's DestroyStep and DestroyService do after the build's upload; it
+   *   does not report the build again. A build whose execBuild never ran (create, plan or
+   *   assemble failed) is reported at the end of destroyBuild as with `'destroy-end'`.
+   *
+   * Gotcha: with `'exec-end'` the build is final while logs may still arrive and containers still
+   * exist; wait for runBuild (or destroyBuild) to know the build's resources are gone.
+   */
+  finalBuildStatusAt?: 'exec-end' | 'destroy-end';
   logger?: ExecutorLogger;
 }

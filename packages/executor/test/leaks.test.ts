@@ -24,7 +24,7 @@ function buildFor(kind: Kind) {
 }
 
 describe('async resources', () => {
-  it('none of 50 builds (passing, failing, canceled, timed out) leaves a timer, socket or listener behind', async () => {
+  it('none of 50 builds (passing, failing, canceled, timed out; final status at the end of destroy or of exec) leaves a timer, socket or listener behind', async () => {
     const { runtime: base } = await dummy();
     // Every ctx the build handed the runtime (exec, stream, destroy, budgets): none may keep a
     // listener once the build is over.
@@ -57,6 +57,8 @@ describe('async resources', () => {
           timeoutMs: kind === 'timed-out' ? 60 : 30_000,
           logStreamingGraceMs: 50,
           logs: { flushIntervalMs: 5 },
+          // Each kind in both orders (berth exec's and berth start's).
+          finalBuildStatusAt: i % 8 < 4 ? 'destroy-end' : 'exec-end',
         });
         clearTimeout(timer);
         // The ctx runBuild was given (the build ctx, the stream ctx and the rest hang off it): once

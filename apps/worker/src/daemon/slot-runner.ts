@@ -307,6 +307,10 @@ export class SlotRunner {
         events: this.#events,
         // Vela turns outputs on with an outputs image (go-vela/worker cmd/vela-worker/run.go).
         outputs: this.#core.config.executor.outputsImage !== undefined,
+        // The build's final status goes to the server when exec returns, before the containers are
+        // removed, as go-vela/worker sends it (executor/linux/build.go ExecBuild defers
+        // build.Upload; cmd/vela-worker/exec.go destroys the build afterwards).
+        finalBuildStatusAt: 'exec-end',
         host: this.#core.workerId,
         version: this.#core.version,
         logger: {

@@ -148,7 +148,7 @@ export class BuildRecord {
   #cancelCause: unknown;
   #timedOut = false;
 
-  /** `pending`, `running` from createBuild, final at the end of destroyBuild. */
+  /** `pending`, `running` from createBuild, final when the executor finishes the build (the end of exec or of destroy). */
   get status(): Status {
     return this.#status;
   }
