@@ -13,6 +13,7 @@
  *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image)
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { VelaSim } from '@berth/vela-sim';
 import { median } from './docker-common.ts';
@@ -37,11 +38,39 @@ async function idleRss(pid: number): Promise<number> {
   return median(samples);
 }
 
+/**
+ * Where a process's resident memory is, in MB: pages of the `node` binary (its code, the embedded
+ * JavaScript of Node's own modules, ICU data, OpenSSL), anonymous memory (V8's heap, malloc), and
+ * the rest (shared libraries, …).
+ */
+function residentParts(pid: number): { binary: number; anonymous: number; other: number } {
+  const parts = { binary: 0, anonymous: 0, other: 0 };
+  let mapping = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) mapping = header[1] ?? '';
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss) continue;
+    const kb = Number(rss[1]) / 1024;
+    if (/\/node$/.test(mapping)) parts.binary += kb;
+    else if (mapping === '' || mapping === '[heap]' || mapping.startsWith('[anon')) parts.anonymous += kb;
+    else parts.other += kb;
+  }
+  return parts;
+}
+
+const partsText = (p: { binary: number; anonymous: number; other: number }) =>
+  `node binary ${p.binary.toFixed(0)} MB, anonymous ${p.anonymous.toFixed(0)} MB, other ${p.other.toFixed(0)} MB`;
+
+let bareParts: ReturnType<typeof residentParts> | undefined;
+
 /** A bare Node process idling, for reference. */
 async function bareNode(): Promise<number> {
   const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   try {
-    return await idleRss(child.pid!);
+    const idle = await idleRss(child.pid!);
+    bareParts = residentParts(child.pid!);
+    return idle;
   } finally {
     child.kill();
   }
@@ -53,7 +82,7 @@ console.log(
     .map((l) => l.toFixed(1))
     .join(' ')} on ${os.cpus().length} CPUs`,
 );
-console.log(`${'bare node (reference)'.padEnd(34)} idle ${(await bareNode()).toFixed(0)} MB`);
+console.log(`${'bare node (reference)'.padEnd(34)} idle ${(await bareNode()).toFixed(0)} MB (${partsText(bareParts!)})`);
 const sim = await VelaSim.start();
 const results: Array<{ label: string; idle: number; after: number; peak: number }> = [];
 try {
@@ -70,10 +99,11 @@ try {
         await waitUntilPopping(sim, since);
       }
       const after = await idleRss(worker.pid);
+      const parts = residentParts(worker.pid);
       const peak = memoryOf(worker.pid).hwmMb;
       results.push({ label: form.label, idle, after, peak });
       console.log(
-        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready)`,
+        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready); idle after the builds: ${partsText(parts)}`,
       );
     } finally {
       await worker?.stop();
