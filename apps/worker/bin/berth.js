@@ -26,6 +26,18 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.exit(0);
 }
 
+// `berth start` runs with V8's young generation bounded to 1 MB semi-spaces, as the image and the
+// systemd unit set it through NODE_OPTIONS: V8 grows them to 16 MB while the worker loads, which
+// is most of what the daemon's peak exceeds its idle memory by (apps/worker/README.md). V8 reads
+// the setting only when Node starts, so the process replaces itself once (process.execve: the
+// same pid, descriptors and environment) unless Node's options already set a semi-space size.
+if (
+  args[0] === 'start' &&
+  typeof process.execve === 'function' &&
+  !/--(?:max|min)-semi-space-size/.test(`${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`)
+)
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, '--max-semi-space-size=1', ...process.argv.slice(1)]);
+
 // V8's compiled code for the modules loaded below is kept on disk (in the system's temporary
 // folder, by Node's rules; NODE_DISABLE_COMPILE_CACHE=1 turns it off): a start after the first
 // skips most of parsing and compiling, about a third of `berth exec`'s time to its first container.

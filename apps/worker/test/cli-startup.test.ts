@@ -112,6 +112,41 @@ async function startLoads(runtime: string, extraEnv: Record<string, string> = {}
   return [...modules, ...(await bundled(modules))];
 }
 
+/** Runs `berth start` until its runtime is ready; returns the command line its process (the pid spawned) then runs. */
+async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<string[]> {
+  const child = spawn(process.execPath, [BIN, 'start'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      ...extraEnv,
+      VELA_SERVER_ADDR: 'http://127.0.0.1:9',
+      VELA_SERVER_SECRET: 'not-used',
+      VELA_WORKER_ADDR: 'http://cli-startup-test:8080',
+      VELA_RUNTIME_DRIVER: 'docker',
+      VELA_LOG_FORMAT: 'json',
+      BERTH_LISTEN: '127.0.0.1:0',
+      BERTH_STATE_DIR: dir,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', (b: Buffer) => {
+        stderr += b.toString();
+        if (stderr.includes('"msg":"runtime ready"')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`berth start exited ${code} before its runtime was ready: ${stderr.slice(-1000)}`)));
+    });
+    return (await readFile(`/proc/${child.pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
 /** `berth --build-info`: `compiled: …` or `source: <why>`. */
 async function buildInfo(env: Record<string, string> = {}): Promise<string> {
   return (await run(process.execPath, [BIN, '--build-info'], { env: { ...process.env, ...env } })).stdout.trim();
@@ -197,6 +232,14 @@ describe('berth start-up, per command', () => {
     } finally {
       await rm(out, { recursive: true, force: true });
     }
+  }, 60_000);
+
+  it('start runs with 1 MB young-generation semi-spaces, in the process started, unless NODE_OPTIONS sets a size', async () => {
+    const own = await startCommandLine();
+    expect(own.slice(0, 2)).toEqual([process.execPath, '--max-semi-space-size=1']);
+    expect(own.slice(-2)).toEqual([BIN, 'start']);
+    const given = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
+    expect(given).toEqual([process.execPath, BIN, 'start']);
   }, 60_000);
 
   it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {
