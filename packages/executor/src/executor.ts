@@ -45,7 +45,6 @@ export class Executor {
   /** streamStep, as the stream requests of steps carry it. */
   readonly #streamStep = (ctx: Context, container: Container): Promise<void> => this.streamStep(ctx, container);
   #destroyed = false;
-  #finished = false;
 
   constructor(options: ExecutorOptions) {
     this.#core = new BuildCore(options);
@@ -454,9 +453,9 @@ export class Executor {
   }
 
   /** The build is over: its final status is recorded and reported, once. */
+  /** Records the build's final status and reports it, once: the record's status is final only after. */
   async #finish(): Promise<void> {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (isFinal(this.#core.record.status)) return;
     this.#core.record.finish();
     await this.#reportBuild();
   }
