@@ -74,52 +74,18 @@ describe('berth start-up', () => {
 });
 
 /**
- * Runs `berth start` against a server that is not there until its runtime is ready and it has
- * tried to call the server (its log says both), then stops it; returns what it loaded by then.
+ * Runs `berth start` (with `nodeArgs` before the command) against a server that is not there,
+ * until its log satisfies `ready`; calls `whileRunning` with its pid, then stops it.
  */
-async function startLoads(runtime: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
-  const file = path.join(dir, `start-${runtime}.txt`);
-  const child = spawn(process.execPath, ['--import', TRACE, BIN, 'start'], {
+async function whileStarted<T>(
+  options: { nodeArgs?: string[]; env: Record<string, string>; ready: (stderr: string) => boolean },
+  whileRunning: (pid: number) => Promise<T>,
+): Promise<T> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'start'], {
     cwd: dir,
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
-      ...extraEnv,
-      BERTH_TRACE_LOADS: file,
-      VELA_SERVER_ADDR: 'http://127.0.0.1:9',
-      VELA_SERVER_SECRET: 'not-used',
-      VELA_WORKER_ADDR: 'http://cli-startup-test:8080',
-      VELA_RUNTIME_DRIVER: runtime,
-      VELA_LOG_FORMAT: 'json',
-      BERTH_LISTEN: '127.0.0.1:0',
-      BERTH_STATE_DIR: dir,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  await new Promise<void>((resolve, reject) => {
-    child.stderr.on('data', (b: Buffer) => {
-      stderr += b.toString();
-      // Ready, and it has called the (absent) Vela server: the client's transport is loaded too.
-      if (stderr.includes('"msg":"runtime ready"') && stderr.includes('"msg":"vela api call failed, retrying"')) resolve();
-    });
-    void exited.then((code) => reject(new Error(`berth start exited ${code} before its runtime was ready: ${stderr.slice(-1000)}`)));
-  });
-  child.kill('SIGTERM');
-  await exited;
-  const modules = (await readFile(file, 'utf8')).split('\n').filter(Boolean);
-  return [...modules, ...(await bundled(modules))];
-}
-
-/** Runs `berth start` until its runtime is ready; returns the command line its process (the pid spawned) then runs. */
-async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<string[]> {
-  const child = spawn(process.execPath, [BIN, 'start'], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      ...extraEnv,
       VELA_SERVER_ADDR: 'http://127.0.0.1:9',
       VELA_SERVER_SECRET: 'not-used',
       VELA_WORKER_ADDR: 'http://cli-startup-test:8080',
@@ -127,6 +93,7 @@ async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<
       VELA_LOG_FORMAT: 'json',
       BERTH_LISTEN: '127.0.0.1:0',
       BERTH_STATE_DIR: dir,
+      ...options.env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -136,15 +103,38 @@ async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<
     await new Promise<void>((resolve, reject) => {
       child.stderr.on('data', (b: Buffer) => {
         stderr += b.toString();
-        if (stderr.includes('"msg":"runtime ready"')) resolve();
+        if (options.ready(stderr)) resolve();
       });
-      void exited.then((code) => reject(new Error(`berth start exited ${code} before its runtime was ready: ${stderr.slice(-1000)}`)));
+      void exited.then((code) => reject(new Error(`berth start exited ${code} before it was ready: ${stderr.slice(-1000)}`)));
     });
-    return (await readFile(`/proc/${child.pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+    return await whileRunning(child.pid!);
   } finally {
     child.kill('SIGTERM');
     await exited;
   }
+}
+
+/** Runs `berth start` until its runtime is ready and it has tried to call the server (its log says both); returns what it loaded by then. */
+async function startLoads(runtime: string): Promise<string[]> {
+  const file = path.join(dir, `start-${runtime}.txt`);
+  await whileStarted(
+    {
+      nodeArgs: ['--import', TRACE],
+      env: { BERTH_TRACE_LOADS: file, VELA_RUNTIME_DRIVER: runtime },
+      // Ready, and it has called the (absent) Vela server: the client's transport is loaded too.
+      ready: (stderr) => stderr.includes('"msg":"runtime ready"') && stderr.includes('"msg":"vela api call failed, retrying"'),
+    },
+    () => Promise.resolve(),
+  );
+  const modules = (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+  return [...modules, ...(await bundled(modules))];
+}
+
+/** Runs `berth start` until its runtime is ready; returns the command line its process (the pid spawned) then runs. */
+async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<string[]> {
+  return whileStarted({ env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) =>
+    (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean),
+  );
 }
 
 /** `berth --build-info`: `compiled: …` or `source: <why>`. */
