@@ -6,7 +6,7 @@ import { generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto'
 import { type VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_BUILD_MESSAGE } from '../src/daemon/daemon.ts';
-import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, startRegistered, stopRegistered } from './daemon-harness.ts';
+import { IMAGE, type WorkerHandle, executable, uniqueRoute, waitFor, waitForBuildOver, startRegistered, stopRegistered } from './daemon-harness.ts';
 
 let sim: VelaSim;
 let worker: WorkerHandle;
@@ -145,6 +145,9 @@ describe('bad queue items', { timeout: 60_000 }, () => {
     const { signed, id } = await pendingBuild();
     await sim.pushRaw(route, signed);
     await waitFor('the build to succeed', () => sim.builds.get(id)?.status === 'success', 40_000);
+    // The final status goes out when exec returns, before cleanup (as go-vela/worker's ExecBuild
+    // does): the next cases want the executor idle, so wait until the build is over.
+    await waitForBuildOver(sim, id);
     expect((await fetch(`${worker.daemon.url}/health`)).status).toBe(200);
   });
 });

@@ -74,7 +74,7 @@ export async function startRuntime(name: RuntimeName): Promise<MatrixRuntime> {
   if (name === 'real cluster') {
     const cluster = realCluster();
     if (cluster.kubeconfig === undefined) throw new Error(cluster.skip);
-    const [ctx, cancel] = withTimeout(background(), 30_000);
+    const [ctx, cancel] = withTimeout(background(), 90_000); // a cluster just started, with the other lanes beside it, can take tens of seconds to answer the first lists
     try {
       const runtime = await createKubernetesRuntime(ctx, { workerId: id, stopGraceMs }, { kubeconfig: cluster.kubeconfig, ...KUBE_TEST_OPTIONS });
       // The real kubelet takes about 2 s per pause → step swap and acts on one pod's changes one at a time.
