@@ -1,6 +1,6 @@
 /**
  * @berth/runtime-kubernetes — Berth's runtime plugin for Kubernetes: one pod per build, one pod
- * watch per worker, and a build pod's events listed by its name when they are needed.
+ * watch per worker, and a build pod's events listed by its name only when something needs explaining.
  *
  * @packageDocumentation
  */

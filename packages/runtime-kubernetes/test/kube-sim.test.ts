@@ -1,11 +1,15 @@
 // The runtime against kube-sim under faults: dropped watches, 410s, 500s, pull failures, a stalled
 // node, cancellation, and what a build leaves behind.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { background, withCancel, withTimeout } from '@berth/context';
 import { parseImageReference, type Container } from '@berth/pipeline';
 import { isRuntimeError, type RuntimeErrorCode, type RuntimeEvent } from '@berth/runtime';
 import { conformanceBuild, conformanceStep, runToCompletion, setupBuildResources, teardownBuild } from '@berth/runtime-conformance';
 import { podNameOf } from '../src/index.ts';
+import { SLOW_START_FIRST_MS } from '../src/tracker/build-tracker.ts';
 import { BUSYBOX, buildOf, useSim } from './helpers.ts';
 
 const fx = useSim();
@@ -147,6 +151,65 @@ describe('pull failures', () => {
   });
 });
 
+describe("the pod's events, listed only when something needs explaining (issue 25 item 7)", () => {
+  // Each list of a pod's events makes the apiserver scan every event of the namespace (its watch
+  // cache has no index by involved object: kubernetes/kubernetes pkg/registry/core/event/storage/storage.go
+  // declares none), so the runtime lists on trouble only, never per step.
+  it('a build of 3 steps that run as they should, one exiting non-zero, lists none and reports no notice', async () => {
+    const events: RuntimeEvent[] = [];
+    const runtime = await runtimeFor({ onEvent: (event) => events.push(event) });
+    const { build, steps } = buildOf(3, (i) => [`echo step-${i}`, `exit ${i === 2 ? 3 : 0}`]);
+    const ctx = background();
+    fx.sim().counters.reset();
+    const before = runtime.podTracker.eventLists.lists;
+    await setupBuildResources(ctx, runtime, build);
+    const exits: number[] = [];
+    const startMs: number[] = [];
+    for (const step of steps) {
+      const requested = performance.now();
+      await runtime.runContainer(ctx, step, build);
+      startMs.push(Math.round(performance.now() - requested));
+      exits.push((await runtime.waitContainer(ctx, step)).exitCode);
+    }
+    await teardownBuild(ctx, runtime, build);
+    expect(exits).toEqual([0, 0, 3]);
+    // A step slower to start than SLOW_START_FIRST_MS (10 s) would be listed for: kube-sim starts them in 1-4 s.
+    expect(runtime.podTracker.eventLists.lists - before, `event lists (steps started in ${startMs.join(', ')} ms)`).toBe(0);
+    expect(fx.sim().counters.snapshot().byVerbResource['list events'] ?? 0, 'no events list reached the apiserver').toBe(0);
+    expect(events.filter((e) => e.type === 'notice')).toEqual([]);
+  });
+
+  it("a step slow to start (a 14 s image pull) has its pod's events listed after 10 s, and is told the kubelet is pulling", async () => {
+    // docker.io/berth/busybox:1.35 is the local busybox under another spelling: as a slow pull it is
+    // absent from the node until pulled (kube-sim faults.slowPulls; pkg/kubelet/images/image_manager.go,
+    // EnsureImageExists records Pulling, then Pulled).
+    const slow = `docker.io/${BUSYBOX}`;
+    fx.sim().faults.set({ slowPulls: { [slow]: 14_000 } });
+    const events: { at: number; event: RuntimeEvent }[] = [];
+    const runtime = await runtimeFor({ onEvent: (event) => events.push({ at: performance.now(), event }) });
+    const { build, steps } = buildOf(1, () => ['echo pulled'], { image: slow });
+    const step = steps[0]!;
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    const before = runtime.podTracker.eventLists.lists;
+    const requested = performance.now();
+    await runtime.runContainer(ctx, step, build);
+    const startedMs = Math.round(performance.now() - requested);
+    expect((await runtime.waitContainer(ctx, step)).exitCode).toBe(0);
+    const lists = runtime.podTracker.eventLists.lists - before;
+    console.log(`slow step started after ${startedMs} ms; ${lists} event list(s)`);
+    expect(startedMs, 'the pull made the step slow').toBeGreaterThan(SLOW_START_FIRST_MS);
+    // One at 10 s; the next would be 30 s later.
+    expect(lists, 'one list at the 10 s bound').toBe(1);
+    const pulling = events.find(({ event: e }) => e.type === 'notice' && e.containerId === step.id && e.message === `Pulling image "${slow}"`);
+    expect(pulling, `notices: ${JSON.stringify(events.map((e) => e.event))}`).toBeDefined();
+    const toldMs = Math.round((pulling?.at ?? 0) - requested);
+    expect(toldMs, 'told at the bound, while the step still waited (not once it started)').toBeGreaterThanOrEqual(SLOW_START_FIRST_MS);
+    expect(toldMs, 'told at the bound, while the step still waited (not once it started)').toBeLessThan(startedMs);
+    await teardownBuild(ctx, runtime, build);
+  }, 60_000);
+});
+
 describe('pod lifecycle', () => {
   it('fails the build when its pod stays Pending past the timeout (stalled node)', async () => {
     const runtime = await runtimeFor({}, { pendingTimeoutMs: 1_500 });
@@ -163,6 +226,24 @@ describe('pod lifecycle', () => {
     expect(performance.now() - started).toBeLessThan(10_000);
     await expect(runtime.runContainer(ctx, steps[0]!, build)).rejects.toMatchObject({ code: 'ContainerFailed' });
     fx.sim().faults.set({ stallNodeAgent: false });
+    await teardownBuild(ctx, runtime, build);
+  });
+
+  it("fails a pod no node matches after the pending timeout with the scheduler's warning, listed from its events", async () => {
+    // kube-sim's scheduler filter records FailedScheduling as kube-scheduler does (node-agent.ts, #unschedulable);
+    // the warning reaches the runtime only by the events list before the pending timeout fails the build.
+    const template = path.join(mkdtempSync(path.join(tmpdir(), 'berth-pending-')), 'unschedulable.yml');
+    writeFileSync(
+      template,
+      'apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: { name: nowhere }\nspec:\n  template:\n    spec:\n      nodeSelector: { berth.dev/pool: nowhere }\n',
+    );
+    const events: RuntimeEvent[] = [];
+    const runtime = await runtimeFor({ onEvent: (event) => events.push(event) }, { podsTemplateFile: template, pendingTimeoutMs: 1_500 });
+    const { build, steps } = buildOf(1, () => ['echo never']);
+    const ctx = background();
+    await setupBuildResources(ctx, runtime, build);
+    await expect(runtime.waitContainer(ctx, steps[0]!)).rejects.toThrow(/stayed Pending.*last warning FailedScheduling: 0\/1 nodes are available/);
+    expect(events.filter((e) => e.type === 'notice').map((e) => (e.type === 'notice' ? e.reason : ''))).toContain('FailedScheduling');
     await teardownBuild(ctx, runtime, build);
   });
 

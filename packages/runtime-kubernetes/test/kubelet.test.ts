@@ -152,12 +152,13 @@ describe("the pod events of a worker in a namespace shared with other workers' b
   // (kubernetes/kubernetes pkg/registry/core/event/strategy.go, EventToSelectableFields:
   // involvedObject.kind/namespace/name/uid/apiVersion/resourceVersion/fieldPath, reason, source,
   // type) name no worker: a namespace-wide events watch receives every pod's events, W workers' worth
-  // (issue 25 item 7). The worker lists its own pod's events by name instead, when a step starts or
-  // waits, or the pod needs explaining.
-  it("receives none of 1,000 foreign pods' events, and still reports its own pod's as notices", async () => {
+  // (issue 25 item 7). The worker lists its own pod's events by name instead, and only when something
+  // needs explaining: here a step whose image cannot be pulled (under restartPolicy Never a start
+  // failure, explained by the kubelet's Failed event).
+  it("receives none of 1,000 foreign pods' events, and still reports its own pod's as notices when a step needs explaining", async () => {
     const events: string[] = [];
     const runtime = await runtimeFor({ onEvent: (event) => events.push(event.type === 'notice' ? event.message : '') });
-    const { build, steps } = buildOf(1, () => ['true']);
+    const { build, steps } = buildOf(1, () => ['true'], { image: 'berth/tracked-missing:1' });
     const ctx = background();
     await setupBuildResources(ctx, runtime, build);
     // The runtime's own client: its shared dispatcher keeps connections alive (one TLS handshake, not 1,000).
@@ -188,8 +189,8 @@ describe("the pod events of a worker in a namespace shared with other workers' b
     console.log(`posted ${foreignPods} foreign events in ${Math.round(performance.now() - posting)} ms`);
     await post(podNameOf(build.id), 0, 'tracked pod event');
     const step = steps[0]!;
-    await runtime.runContainer(ctx, step, build);
-    expect((await runtime.waitContainer(ctx, step)).exitCode).toBe(0);
+    await expect(runtime.runContainer(ctx, step, build)).rejects.toMatchObject({ code: 'ImageNotFound' });
+    await expect(runtime.waitContainer(ctx, step)).rejects.toThrow(/berth\/tracked-missing:1.*not found/);
     for (let waited = 0; !events.includes('tracked pod event') && waited < 10_000; waited += 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -203,6 +204,11 @@ describe("the pod events of a worker in a namespace shared with other workers' b
     expect(counters.watchEventsByResource.events ?? 0, 'no foreign event reached the worker').toBeLessThan(50);
     expect(eventBytes, 'event bytes sent to the worker: its own pod only').toBeLessThan(foreignBytes / 20);
     expect(events, "the tracked pod's event still arrives").toContain('tracked pod event');
+    expect(
+      events.some((message) => /Failed to pull image .*berth\/tracked-missing:1/.test(message)),
+      `the kubelet's pull error is a notice: ${JSON.stringify(events)}`,
+    ).toBe(true);
+    expect(runtime.podTracker.eventLists.lists, 'listed for the failure only (the start failure and its settle)').toBeLessThanOrEqual(3);
     await teardownBuild(ctx, runtime, build);
   }, 120_000);
 });

@@ -12,13 +12,14 @@ afterEach(() => {
   for (const t of trackers.splice(0)) t.dispose();
 });
 
-function tracker(options: { pullGraceMs?: number; pendingTimeoutMs?: number; events?: RuntimeEvent[] } = {}): BuildTracker {
+function tracker(options: { pullGraceMs?: number; pendingTimeoutMs?: number; slowStartMs?: number; events?: RuntimeEvent[] } = {}): BuildTracker {
   const t = new BuildTracker({
     buildId: 'org_repo_1',
     podName: 'pod',
     pauseImage: PAUSE,
     pullGraceMs: options.pullGraceMs ?? 60_000,
     pendingTimeoutMs: options.pendingTimeoutMs ?? 60_000,
+    slowStartMs: options.slowStartMs,
     onEvent: options.events ? (e) => options.events?.push(e) : undefined,
   });
   trackers.push(t);
@@ -379,36 +380,146 @@ describe('BuildTracker', () => {
   });
 });
 
-describe("the pod's events, listed when the build needs them (no events watch: issue 25 item 7)", () => {
-  it('lists them when a step starts and when it waits for a failing reason, not on every pod update', async () => {
+describe("the pod's events, listed only when something needs explaining (issue 25 item 7)", () => {
+  /** A tracker whose event source counts lists and returns `listed`. */
+  function listing(options: { slowStartMs?: number } = {}) {
     const events: RuntimeEvent[] = [];
-    const t = tracker({ events });
+    const t = tracker({ ...options, events });
     const listed: CoreV1Event[] = [];
-    let lists = 0;
+    const counter = { lists: 0 };
     t.useEventSource(() => {
-      lists++;
+      counter.lists++;
       return Promise.resolve([...listed]);
     });
+    t.markCreated('u1');
+    const reasons = (): string[] => events.map((e) => (e.type === 'notice' ? e.reason : ''));
+    return { t, events, listed, counter, reasons };
+  }
+  const running = () => ({ running: { startedAt: new Date() } });
+  /** A listing tracker with one container on the pause image whose step (`image`) was just asked to run. */
+  function requested(slowStartMs: number, image = STEP) {
+    const fixture = listing({ slowStartMs });
+    const a = fixture.t.addContainer('step_a', 'a');
+    fixture.t.observePod(pod([status('a', PAUSE, pauseRunning)]));
+    a.markRequested(image);
+    return { ...fixture, a };
+  }
+
+  it('lists none for a build whose steps start and end as they should, whatever their exit codes, nor for its Succeeded or all-exited Failed pod', async () => {
+    const { t, listed, counter, events } = listing();
     const a = t.addContainer('step_a', 'a');
     const b = t.addContainer('step_b', 'b');
-    t.markCreated('u1');
-    t.observePod(pod([status('a', PAUSE, pauseRunning), status('b', PAUSE, pauseRunning)]));
-    await sleep(10);
-    expect(lists, 'pause containers running: nothing to explain').toBe(0);
+    t.observePod(pod([status('a', PAUSE, pauseRunning), status('b', PAUSE, pauseRunning)], 'Pending'));
+    listed.push(event('e1', 'Pulled', 'Container image "alpine:3.20" already present on machine', 'spec.containers{a}', 'Normal'));
     a.markRequested(STEP);
-    listed.push(event('e1', 'Pulled', 'Successfully pulled image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
-    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1), status('b', PAUSE, pauseRunning)]));
-    t.observePod(pod([status('a', STEP, { running: { startedAt: new Date() } }, 1), status('b', PAUSE, pauseRunning)]));
+    t.observePod(pod([status('a', STEP, { waiting: { reason: 'ContainerCreating' } }, 1), status('b', PAUSE, pauseRunning)]));
+    t.observePod(pod([status('a', STEP, running(), 1), status('b', PAUSE, pauseRunning)]));
+    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', PAUSE, pauseRunning)]));
+    b.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', STEP, running(), 1)]));
+    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', STEP, { terminated: { exitCode: 1, reason: 'Error' } }, 1)]));
+    // Every container ended, one of them non-zero: the kubelet's getPhase says Failed.
+    t.observePod(
+      pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', STEP, { terminated: { exitCode: 1, reason: 'Error' } }, 1)], 'Failed'),
+    );
+    await sleep(20);
+    expect(b.exit?.exitCode).toBe(1);
+    expect(counter.lists, 'no step needed explaining').toBe(0);
+    expect(events).toEqual([]);
+    const { t: t2, counter: counter2 } = listing();
+    const c = t2.addContainer('step_a', 'a');
+    c.markRequested(STEP);
+    t2.observePod(pod([status('a', STEP, running(), 1)]));
+    t2.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1)], 'Succeeded'));
+    await sleep(20);
+    expect(counter2.lists, 'a Succeeded pod explains itself').toBe(0);
+  });
+
+  it('lists once per failing waiting reason, and gives the step the pull error and its notices', async () => {
+    const { t, listed, counter, reasons } = listing();
+    const a = t.addContainer('step_a', 'a');
+    t.observePod(pod([status('a', PAUSE, pauseRunning)]));
+    a.markRequested('berth/missing:1');
+    listed.push(event('e1', 'Pulling', 'Pulling image "berth/missing:1"', 'spec.containers{a}', 'Normal'));
+    listed.push(event('e2', 'Failed', 'Failed to pull image "berth/missing:1": not found', 'spec.containers{a}', 'Warning'));
+    const waiting = (reason: string) => pod([status('a', 'berth/missing:1', { waiting: { reason, message: 'not found' } }, 1)]);
+    t.observePod(waiting('ErrImagePull'));
+    t.observePod(waiting('ErrImagePull'));
     await sleep(10);
-    expect(lists, 'one list when step a started').toBe(1);
-    expect(events.map((e) => (e.type === 'notice' ? e.reason : ''))).toEqual(['Pulled']);
-    b.markRequested('berth/missing:1');
-    listed.push(event('e2', 'Failed', 'Failed to pull image "berth/missing:1": not found', 'spec.containers{b}', 'Warning'));
-    const waiting = { waiting: { reason: 'ErrImagePull', message: 'not found' } };
-    t.observePod(pod([status('a', STEP, { terminated: { exitCode: 0 } }, 1), status('b', 'berth/missing:1', waiting, 1)]));
+    expect(counter.lists, 'one list when the step waits for ErrImagePull').toBe(1);
+    expect(a.eventMessage).toBe('Failed to pull image "berth/missing:1": not found');
+    expect(reasons()).toEqual(['Pulling', 'Failed']);
+    t.observePod(waiting('ImagePullBackOff'));
+    t.observePod(waiting('ErrImagePull'));
+    t.observePod(waiting('ImagePullBackOff'));
     await sleep(10);
-    expect(lists, 'one more when step b waits for ErrImagePull').toBe(2);
-    expect(b.eventMessage).toBe('Failed to pull image "berth/missing:1": not found');
+    expect(counter.lists, 'one more for ImagePullBackOff, none for reasons listed already').toBe(2);
+  });
+
+  it('lists when a start fails and again before the settle ends: an event recorded after the first list still says why', async () => {
+    const { t, listed, counter, reasons } = listing();
+    const a = t.addContainer('step_a', 'a');
+    const pauseImageId = 'docker.io/berth/pause@sha256:' + 'a'.repeat(64);
+    t.observePod(pod([{ ...status('a', PAUSE, pauseRunning), imageID: pauseImageId }]));
+    a.markRequested('alpine:3.20');
+    t.observePod(pod([{ ...status('a', PAUSE, { terminated: { exitCode: 2, reason: 'Error' } }), imageID: pauseImageId }]));
+    await sleep(10);
+    expect(counter.lists, 'one list at the start failure').toBe(1);
+    expect(a.finished, 'waits for the event').toBe(false);
+    listed.push(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": manifest unknown', 'spec.containers{a}'));
+    await sleep(START_FAILURE_SETTLE_MS);
+    expect(counter.lists, 'the second list before the settle ends').toBe(2);
+    expect(isRuntimeError(a.failure, 'ImageNotFound'), String(a.failure)).toBe(true);
+    expect(a.failure?.message).toContain('manifest unknown');
+    expect(reasons()).toEqual(['Failed']);
+  });
+
+  it('lists once when the pod failed with a step unfinished, and reports why', async () => {
+    const { t, listed, counter, reasons } = listing();
+    const a = t.addContainer('step_a', 'a');
+    a.markRequested(STEP);
+    t.observePod(pod([status('a', STEP, running(), 1)]));
+    listed.push({ ...event('k1', 'Evicted', 'The node was low on resource: memory.'), involvedObject: { kind: 'Pod', name: 'pod', uid: 'u1' } });
+    const failed: V1Pod = { metadata: { name: 'pod', uid: 'u1' }, status: { phase: 'Failed', reason: 'Evicted', message: 'low on memory' } };
+    t.observePod(failed);
+    t.observePod(failed);
+    await sleep(10);
+    expect(a.failure?.message).toContain('Evicted');
+    expect(counter.lists).toBe(1);
+    expect(reasons()).toEqual(['Evicted']);
+  });
+
+  it('lists a slow start after the bound, then at growing intervals, and stops once the step runs', async () => {
+    const { t, listed, counter, reasons } = requested(100);
+    listed.push(event('e1', 'Pulling', 'Pulling image "alpine:3.20"', 'spec.containers{a}', 'Normal'));
+    t.observePod(pod([status('a', STEP, { waiting: { reason: 'ContainerCreating' } }, 1)]));
+    await sleep(60);
+    expect(counter.lists, 'none before the bound').toBe(0);
+    await sleep(90);
+    expect(counter.lists, 'one at the bound (100 ms)').toBe(1);
+    expect(reasons(), 'the step is told why it waits').toEqual(['Pulling']);
+    await sleep(200);
+    expect(counter.lists, 'the next one three times the bound later (400 ms)').toBe(1);
+    await sleep(150);
+    expect(counter.lists, 'the next one at 400 ms').toBe(2);
+    t.observePod(pod([status('a', STEP, running(), 1)]));
+    await sleep(1_000);
+    expect(counter.lists, 'none once the step runs').toBe(2);
+  });
+
+  it('lists no slow start for a step that waits for a reason that fails steps: that wait was listed for already', async () => {
+    const { t, counter } = requested(50, 'berth/missing:1');
+    t.observePod(pod([status('a', 'berth/missing:1', { waiting: { reason: 'ErrImagePull', message: 'not found' } }, 1)]));
+    await sleep(300);
+    expect(counter.lists, 'the one for ErrImagePull only').toBe(1);
+  });
+
+  it('lists no slow start for a step that starts within the bound', async () => {
+    const { t, counter } = requested(100);
+    await sleep(50);
+    t.observePod(pod([status('a', STEP, running(), 1)]));
+    await sleep(200);
+    expect(counter.lists).toBe(0);
   });
 
   it('lists them before saying why a pod stayed Pending', async () => {

@@ -1,7 +1,8 @@
 /**
  * The state of one build's pod: its uid, phase and containers, fed by the worker's pod watch and
- * the pod's events (listed when a step starts or waits, or the pod needs explaining), with the
- * pending timeout and the pod's disappearance.
+ * the pod's events, with the pending timeout and the pod's disappearance. The events are listed only
+ * when something needs explaining (a failing wait, a start failure, a slow start, a failed pod, the
+ * pending timeout): a build that runs as it should lists none (issue 25 item 7).
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { Context } from '@berth/context';
@@ -15,6 +16,15 @@ import { PodEventLister, type PodEventSource } from './pod-events.ts';
 /** How long the pending timeout waits for the pod's events before saying why the pod stayed Pending. */
 const PENDING_EVENTS_BOUND_MS = 5_000;
 
+/**
+ * When a step asked to run and not started yet has its pod's events listed (the kubelet's Pulling
+ * says why it waits): this long after the request, then three times as long after each list, at
+ * most {@link SLOW_START_MAX_MS} apart. Steps start within a few seconds (a pause → step swap takes
+ * about 2 s on a real kubelet), so a normal build reaches none of these.
+ */
+export const SLOW_START_FIRST_MS = 10_000;
+const SLOW_START_MAX_MS = 300_000;
+
 /** Settings of a {@link BuildTracker}. */
 export interface BuildTrackerOptions {
   buildId: string;
@@ -22,6 +32,8 @@ export interface BuildTrackerOptions {
   pauseImage: string;
   pullGraceMs: number;
   pendingTimeoutMs: number;
+  /** The first slow-start list, ms after the step's request (default {@link SLOW_START_FIRST_MS}; tests shorten it). */
+  slowStartMs?: number | undefined;
   /** Receives Kubernetes events of the pod as `notice`s. */
   onEvent?: ((event: RuntimeEvent) => void) | undefined;
 }
@@ -81,8 +93,12 @@ export class BuildTracker {
   readonly #goneListeners = new Set<() => void>();
   #lastWarning: string | undefined;
   readonly #events = new PodEventLister((event) => this.observeEvent(event));
-  /** Per container, what its last events list was for (see #listEventsIfNeeded). */
-  readonly #listedFor = new Map<ContainerTracker, string>();
+  /** Per container, the failing waiting reasons its events were listed for (see #listEventsIfNeeded). */
+  readonly #listedFor = new Map<ContainerTracker, Set<string>>();
+  /** Per container, whether a start failure's settle was listed for (once per settle). */
+  readonly #listedSettle = new Map<ContainerTracker, boolean>();
+  /** Per container asked to run and not started yet, its next slow-start list. */
+  readonly #slowStart = new Map<ContainerTracker, NodeJS.Timeout>();
   #listedEnd = false;
 
   constructor(options: BuildTrackerOptions) {
@@ -93,10 +109,15 @@ export class BuildTracker {
 
   /** Adds a tracker for the container `id` named `name` in the pod (replacing an earlier one). */
   addContainer(id: string, name: string): ContainerTracker {
-    this.#byId.get(id)?.dispose();
+    const previous = this.#byId.get(id);
+    if (previous) {
+      previous.dispose();
+      this.#stopSlowStart(previous);
+    }
     const tracker = new ContainerTracker({ id, name, pauseImage: this.options.pauseImage, pullGraceMs: this.options.pullGraceMs });
     this.#byId.set(id, tracker);
     this.#byName.set(name, tracker);
+    tracker.onChange(() => this.#watchStart(tracker));
     return tracker;
   }
 
@@ -144,36 +165,87 @@ export class BuildTracker {
     for (const containerStatus of status.containerStatuses ?? []) this.#byName.get(containerStatus.name)?.observe(containerStatus);
     const phase = status.phase;
     if ((phase !== undefined && phase !== 'Pending') || sandboxReady(pod)) this.#clearPendingTimer();
+    // A failed pod that cut a step short, or says why of its own (Evicted, DeadlineExceeded), needs
+    // explaining; one whose steps all ended by themselves is explained by their exit codes.
+    const failedPod = phase === 'Failed' && (Boolean(status.reason) || this.containers().some((c) => c.requestedAt !== undefined && !c.finished));
     if (phase === 'Failed' || phase === 'Succeeded') {
       const why = [status.reason, status.message].filter(Boolean).join(': ');
       this.#failUnfinished(`pod ${this.podName} ${phase === 'Failed' ? 'failed' : 'ended'}${why ? ` (${why})` : ''}`);
     }
-    this.#listEventsIfNeeded(phase);
+    this.#listEventsIfNeeded(failedPod);
   }
 
   /**
-   * Lists the pod's events when a container's step started (the kubelet's Scheduled, Pulling, Pulled,
-   * Created and Started notices come before its output), when it waits for a reason that fails steps
-   * (the kubelet's Failed event has the whole pull error), when its start failed (the event is all
-   * that says why: again before the settle ends), and once when the pod ended. Events the kubelet
-   * records after the last list are not reported.
+   * Lists the pod's events only when something needs explaining, never per step: each list scans
+   * every event of the namespace on the apiserver (its watch cache has no index by involved object),
+   * so a build that runs as it should lists none. It lists when a container waits for a reason that
+   * fails steps (once per reason: the kubelet's Failed event has the whole pull error), when its
+   * start failed (the event is all that says why: again before the settle ends), once when the pod
+   * failed while a step was unfinished or with a reason of its own, and — from elsewhere — before the
+   * pending timeout and while a requested step is slow to start ({@link SLOW_START_FIRST_MS}). Events
+   * of a build that needed no explaining (Scheduled, Pulled, Created, Started) are not reported.
    */
-  #listEventsIfNeeded(phase: string | undefined): void {
+  #listEventsIfNeeded(failedPod: boolean): void {
     let needed = false;
     for (const container of this.#byId.values()) {
       const reason = container.waiting?.reason;
-      const failing = reason !== undefined && WAITING_REASONS[reason] !== undefined ? reason : '';
-      const key = `${container.started ? 'started' : ''}/${failing}/${container.settling ? 'settling' : ''}`;
-      if ((this.#listedFor.get(container) ?? '//') === key) continue;
-      this.#listedFor.set(container, key);
-      needed = true;
-      if (container.settling) this.#events.refreshLater(START_FAILURE_SETTLE_MS / 2);
+      if (reason !== undefined && WAITING_REASONS[reason] !== undefined && !container.finished) {
+        const listed = this.#listedFor.get(container) ?? new Set<string>();
+        this.#listedFor.set(container, listed);
+        if (!listed.has(reason)) {
+          listed.add(reason);
+          needed = true;
+        }
+      }
+      const settling = container.settling;
+      if (settling && !this.#listedSettle.get(container)) {
+        needed = true;
+        this.#events.refreshLater(START_FAILURE_SETTLE_MS / 2);
+      }
+      this.#listedSettle.set(container, settling);
     }
-    if ((phase === 'Failed' || phase === 'Succeeded') && !this.#listedEnd) {
+    if (failedPod && !this.#listedEnd) {
       this.#listedEnd = true;
       needed = true;
     }
     if (needed) void this.#events.refresh();
+  }
+
+  /**
+   * Called on every change of `container`: while its step was asked to run and has not started (the
+   * kubelet pulls its image, or the pod waits for its node), lists the pod's events
+   * {@link SLOW_START_FIRST_MS} after the request, then at growing intervals, so the step's log says
+   * why it has not started yet; not while it waits for a reason that fails steps (listed for already).
+   */
+  #watchStart(container: ContainerTracker): void {
+    if (container.requestedAt === undefined || container.started || container.finished || this.gone) {
+      this.#stopSlowStart(container);
+      return;
+    }
+    if (this.#slowStart.has(container)) return;
+    const first = this.options.slowStartMs ?? SLOW_START_FIRST_MS;
+    const schedule = (wait: number, gap: number): void => {
+      this.#slowStart.set(
+        container,
+        setTimeout(() => {
+          if (container.started || container.finished || this.gone) {
+            this.#slowStart.delete(container);
+            return;
+          }
+          // A wait for a reason that fails steps was listed for already (#listEventsIfNeeded), and its grace ends it.
+          const reason = container.waiting?.reason;
+          if (reason === undefined || WAITING_REASONS[reason] === undefined) void this.#events.refresh();
+          const next = Math.min(gap * 3, SLOW_START_MAX_MS);
+          schedule(next, next);
+        }, wait),
+      );
+    };
+    schedule(Math.max(0, container.requestedAt + first - Date.now()), first);
+  }
+
+  #stopSlowStart(container: ContainerTracker): void {
+    clearTimeout(this.#slowStart.get(container));
+    this.#slowStart.delete(container);
   }
 
   /** Feeds a pod deletion. */
@@ -229,6 +301,8 @@ export class BuildTracker {
   dispose(): void {
     this.#clearPendingTimer();
     this.#events.dispose();
+    for (const timer of this.#slowStart.values()) clearTimeout(timer);
+    this.#slowStart.clear();
     for (const container of this.#byId.values()) container.dispose();
   }
 

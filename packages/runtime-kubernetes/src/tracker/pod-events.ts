@@ -1,7 +1,8 @@
 /**
- * The events of one build pod, listed when the build needs them rather than watched: a
- * namespace-wide events watch carries every pod's events to every worker of the namespace
- * (issue 25 item 7), and events cannot be selected by the pod's labels.
+ * The events of one build pod, listed when the build needs them to explain something rather than
+ * watched: a namespace-wide events watch carries every pod's events to every worker of the namespace
+ * (issue 25 item 7), and events cannot be selected by the pod's labels. Each list costs the
+ * apiserver a scan of the namespace's events, so the BuildTracker asks only on trouble.
  */
 import type { CoreV1Event } from '@kubernetes/client-node';
 

@@ -1,7 +1,8 @@
 /**
  * The worker's view of its pods: ONE label-scoped pod watch per worker (whatever the number of
  * builds and steps), dispatching to a {@link BuildTracker} per build, and lists of one pod's events
- * when its build tracker asks.
+ * when its build tracker asks (only when something needs explaining: none for a build that runs as
+ * it should).
  */
 import type { CoreV1Event, RequestContext, V1Pod } from '@kubernetes/client-node';
 import { LABELS, labelValue } from '@berth/runtime';
@@ -29,9 +30,12 @@ export interface PodTrackerOptions {
  *
  * With the `worker` strategy (the default and the only one meant for use), one pod informer selects
  * `berth.dev/worker=<worker>` from {@link PodTracker.start} to {@link PodTracker.stop}, and a build's
- * pod events are listed by `involvedObject.name` when its tracker needs them. There is no events
- * watch: events carry no labels to select a worker's pods by, so a namespace-wide one would carry
- * every worker's events to every worker (W × E in a namespace shared by W workers, issue 25 item 7).
+ * pod events are listed by `involvedObject.name` when its tracker needs them to explain something
+ * (a failing wait, a start failure, a slow start, a failed pod, the pending timeout). There is no
+ * events watch: events carry no labels to select a worker's pods by, so a namespace-wide one would
+ * carry every worker's events to every worker (W × E in a namespace shared by W workers, issue 25
+ * item 7). Nor is there a list per step: the apiserver's watch cache has no index of events by
+ * involved object, so each list scans every event of the namespace.
  * The `build` strategy runs one pods and events informer pair per build (Vela's design) and
  * `container` one pod watch per running container (the design before Vela's informers); the
  * benchmark compares them.
@@ -45,7 +49,7 @@ export class PodTracker {
   readonly #perContainer = new Map<ContainerTracker, { informer: Informer<V1Pod>; unsubscribe: () => void }>();
   #pods: Informer<V1Pod> | undefined;
   #started = false;
-  /** Lists of pod events issued, and the events they returned (the benchmark reads them). */
+  /** Lists of pod events issued, and the events they returned (the benchmark and tests read them; 0 lists for builds that needed no explaining). */
   readonly eventLists = { lists: 0, events: 0 };
   /** Stats of informers that were stopped (the benchmark sums them). */
   readonly retired: InformerStats = { lists: 0, watches: 0, restarts: 0, events: 0, bookmarks: 0 };
