@@ -1,7 +1,7 @@
 /**
  * What one pod's events list costs the real apiserver as its namespace fills with other pods' events
- * (issue 25 item 7): the worker lists `involvedObject.kind=Pod,involvedObject.name=<pod>` about once
- * per step. Events have no index by involved object in the apiserver's watch cache (the events
+ * (issue 25 item 7): the worker lists `involvedObject.kind=Pod,involvedObject.name=<pod>` when a
+ * build needs explaining (a failing pull or start, a slow start, a failed pod). Events have no index by involved object in the apiserver's watch cache (the events
  * registry sets no Indexers: pkg/registry/core/event/storage/storage.go), so a field-selected list,
  * served from the cache (ConsistentListFromCache, GA in 1.34), filters every event of the namespace.
  *
