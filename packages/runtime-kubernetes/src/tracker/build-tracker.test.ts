@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { background, withCancel } from '@berth/context';
 import { isRuntimeError, type RuntimeEvent } from '@berth/runtime';
 import { BuildTracker } from './build-tracker.ts';
-import { sameImage, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
+import { sameImage, START_FAILURE_LIST_BOUND_MS, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
 
 const PAUSE = 'berth/pause:1';
 const STEP = 'docker.io/library/alpine:3.20';
@@ -382,14 +382,18 @@ describe('BuildTracker', () => {
 
 describe("the pod's events, listed only when something needs explaining (issue 25 item 7)", () => {
   /** A tracker whose event source counts lists and returns `listed`. */
-  function listing(options: { slowStartMs?: number } = {}) {
+  /** A tracker listing `listed` as its pod's events; each list answers after `listMs` (the apiserver's latency). */
+  function listing(options: { slowStartMs?: number; listMs?: number } = {}) {
     const events: RuntimeEvent[] = [];
-    const t = tracker({ ...options, events });
+    const { listMs = 0, ...trackerOptions } = options;
+    const t = tracker({ ...trackerOptions, events });
     const listed: CoreV1Event[] = [];
     const counter = { lists: 0 };
-    t.useEventSource(() => {
+    t.useEventSource(async () => {
       counter.lists++;
-      return Promise.resolve([...listed]);
+      const answer = [...listed];
+      if (listMs > 0) await sleep(listMs);
+      return answer;
     });
     t.markCreated('u1');
     const reasons = (): string[] => events.map((e) => (e.type === 'notice' ? e.reason : ''));
@@ -473,6 +477,37 @@ describe("the pod's events, listed only when something needs explaining (issue 2
     expect(a.failure?.message).toContain('manifest unknown');
     expect(reasons()).toEqual(['Failed']);
   });
+
+  it("a start failure waits for the list it sent when the apiserver answers after the settle: the kubelet's reason, not 'no event said why'", async () => {
+    // A namespace with many events makes a list slower than the 1 s settle (about 14 µs per event on
+    // the test apiserver: 100,000 events, 1.4 s).
+    const { t, listed, counter } = listing({ listMs: START_FAILURE_SETTLE_MS + 500 });
+    const a = t.addContainer('step_a', 'a');
+    const pauseImageId = 'docker.io/berth/pause@sha256:' + 'a'.repeat(64);
+    t.observePod(pod([{ ...status('a', PAUSE, pauseRunning), imageID: pauseImageId }]));
+    a.markRequested('alpine:3.20');
+    listed.push(event('e1', 'Failed', 'Failed to pull image "alpine:3.20": manifest unknown', 'spec.containers{a}'));
+    t.observePod(pod([{ ...status('a', PAUSE, { terminated: { exitCode: 2, reason: 'Error' } }), imageID: pauseImageId }]));
+    await sleep(START_FAILURE_SETTLE_MS + 100);
+    expect(a.finished, 'still waiting for the list in flight').toBe(false);
+    await sleep(600);
+    expect(counter.lists).toBeGreaterThanOrEqual(1);
+    expect(isRuntimeError(a.failure, 'ImageNotFound'), String(a.failure)).toBe(true);
+    expect(a.failure?.message).toContain('manifest unknown');
+  });
+
+  it('a start failure whose list never answers still fails after the bound, saying no event said why', async () => {
+    const { t } = listing({ listMs: 60_000 });
+    const a = t.addContainer('step_a', 'a');
+    const pauseImageId = 'docker.io/berth/pause@sha256:' + 'a'.repeat(64);
+    t.observePod(pod([{ ...status('a', PAUSE, pauseRunning), imageID: pauseImageId }]));
+    a.markRequested('alpine:3.20');
+    t.observePod(pod([{ ...status('a', PAUSE, { terminated: { exitCode: 2, reason: 'Error' } }), imageID: pauseImageId }]));
+    await sleep(START_FAILURE_LIST_BOUND_MS + 300);
+    expect(a.finished, 'failed after the bound').toBe(true);
+    expect(a.failure?.message).toContain('no kubelet event said why');
+    t.dispose();
+  }, 15_000);
 
   it('lists once when the pod failed with a step unfinished, and reports why', async () => {
     const { t, listed, counter, reasons } = listing();

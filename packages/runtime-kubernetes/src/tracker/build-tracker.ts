@@ -10,7 +10,7 @@ import type { RuntimeEvent } from '@berth/runtime';
 import { waitUntil } from './wait-until.ts';
 import type { Where } from '../errors.ts';
 import { isPullEvent, WAITING_REASONS } from '../pull-failures.ts';
-import { ContainerTracker, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
+import { ContainerTracker, START_FAILURE_LIST_BOUND_MS, START_FAILURE_SETTLE_MS } from './container-tracker.ts';
 import { PodEventLister, type PodEventSource } from './pod-events.ts';
 
 /** How long the pending timeout waits for the pod's events before saying why the pod stayed Pending. */
@@ -180,13 +180,15 @@ export class BuildTracker {
    * every event of the namespace on the apiserver (its watch cache has no index by involved object),
    * so a build that runs as it should lists none. It lists when a container waits for a reason that
    * fails steps (once per reason: the kubelet's Failed event has the whole pull error), when its
-   * start failed (the event is all that says why: again before the settle ends), once when the pod
+   * start failed (the event is all that says why: the settle waits for that list, at most
+   * {@link START_FAILURE_LIST_BOUND_MS}, and lists again before it ends), once when the pod
    * failed while a step was unfinished or with a reason of its own, and — from elsewhere — before the
    * pending timeout and while a requested step is slow to start ({@link SLOW_START_FIRST_MS}). Events
    * of a build that needed no explaining (Scheduled, Pulled, Created, Started) are not reported.
    */
   #listEventsIfNeeded(failedPod: boolean): void {
     let needed = false;
+    const settlers: ContainerTracker[] = [];
     for (const container of this.#byId.values()) {
       const reason = container.waiting?.reason;
       if (reason !== undefined && WAITING_REASONS[reason] !== undefined && !container.finished) {
@@ -199,7 +201,7 @@ export class BuildTracker {
       }
       const settling = container.settling;
       if (settling && !this.#listedSettle.get(container)) {
-        needed = true;
+        settlers.push(container);
         this.#events.refreshLater(START_FAILURE_SETTLE_MS / 2);
       }
       this.#listedSettle.set(container, settling);
@@ -208,7 +210,13 @@ export class BuildTracker {
       this.#listedEnd = true;
       needed = true;
     }
-    if (needed) void this.#events.refresh();
+    if (settlers.length > 0) {
+      // The settle waits for this list when the apiserver answers after it (a namespace of many events).
+      const list = this.#events.refresh(START_FAILURE_LIST_BOUND_MS);
+      for (const container of settlers) container.settleAfter(list);
+    } else if (needed) {
+      void this.#events.refresh();
+    }
   }
 
   /**

@@ -37,6 +37,12 @@ function currentContainerId(status: V1ContainerStatus): string | undefined {
 /** How long a start failure seen in the pod status waits for the kubelet's event that says why. */
 export const START_FAILURE_SETTLE_MS = 1_000;
 
+/**
+ * How long a start failure waits, at most, for the events list it sent when the apiserver answers
+ * after {@link START_FAILURE_SETTLE_MS} (a list scans every event of the namespace: about 14 µs each).
+ */
+export const START_FAILURE_LIST_BOUND_MS = 5_000;
+
 /** Settings of a {@link ContainerTracker}. */
 export interface ContainerTrackerOptions {
   /** The pipeline container id. */
@@ -88,6 +94,10 @@ export class ContainerTracker {
   /** Set when the pause container terminated after the swap without a successor: the start failed. */
   #startFailure: { exitCode: number; restartCount: number } | undefined;
   #settleTimer: NodeJS.Timeout | undefined;
+  /** True from a start failure until it fails the step (see {@link settling}). */
+  #settling = false;
+  /** The events list the settle waits for (see {@link settleAfter}). */
+  #settleList: Promise<void> | undefined;
   readonly #listeners = new Set<() => void>();
 
   constructor(options: ContainerTrackerOptions) {
@@ -110,7 +120,16 @@ export class ContainerTracker {
    * the build tracker lists the pod's events meanwhile.
    */
   get settling(): boolean {
-    return this.#settleTimer !== undefined;
+    return this.#settling;
+  }
+
+  /**
+   * Makes a start failure's settle last until `list` (the events list sent for it) is fed, when that
+   * comes after {@link START_FAILURE_SETTLE_MS}; the list's own bound ({@link START_FAILURE_LIST_BOUND_MS})
+   * ends the wait for an apiserver that does not answer.
+   */
+  settleAfter(list: Promise<void>): void {
+    this.#settleList = list;
   }
 
   /** True once exited or failed. */
@@ -298,10 +317,14 @@ export class ContainerTracker {
     if (this.eventMessage !== undefined) return this.#failStart();
     // The kubelet's Warning event usually comes with it (events are listed apart from the pod): wait a
     // moment for its message, not for a retry that never comes. Its spam filter may have dropped it.
-    if (this.#settleTimer !== undefined) return;
+    if (this.#settling) return;
+    this.#settling = true;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;
-      this.#failStart();
+      const list = this.#settleList;
+      if (list === undefined) this.#failStart();
+      // Disposed meanwhile (the build ended): nothing is left to fail.
+      else void list.then(() => this.#settling && this.#failStart());
     }, START_FAILURE_SETTLE_MS);
   }
 
@@ -323,6 +346,8 @@ export class ContainerTracker {
   #clearSettle(): void {
     clearTimeout(this.#settleTimer);
     this.#settleTimer = undefined;
+    this.#settling = false;
+    this.#settleList = undefined;
   }
 
   #failForReason(reason: string, message: string): void {
