@@ -131,8 +131,8 @@ async function startLoads(runtime: string): Promise<string[]> {
 }
 
 /** Runs `berth start` until its runtime is ready; returns the command line its process (the pid spawned) then runs. */
-async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<string[]> {
-  return whileStarted({ env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) =>
+async function startCommandLine(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<string[]> {
+  return whileStarted({ nodeArgs, env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) =>
     (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean),
   );
 }
@@ -266,12 +266,14 @@ describe('berth start-up, per command', () => {
     for (const chunk of chunks) expect([...chunk].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
   }, 60_000);
 
-  it('start runs with 1 MB young-generation semi-spaces, in the process started, unless NODE_OPTIONS sets a size', async () => {
+  it('start runs with 1 MB young-generation semi-spaces and without TurboFan, in the process started, unless Node is told otherwise', async () => {
     const own = await startCommandLine();
-    expect(own.slice(0, 2)).toEqual([process.execPath, '--max-semi-space-size=1']);
-    expect(own.slice(-2)).toEqual([BIN, 'start']);
-    const given = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
-    expect(given).toEqual([process.execPath, BIN, 'start']);
+    expect(own).toEqual([process.execPath, '--max-semi-space-size=1', '--turbo-filter=~', BIN, 'start']);
+    // NODE_OPTIONS may set the semi-space size (not the compiler filter: Node does not take it there).
+    const size = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
+    expect(size).toEqual([process.execPath, '--turbo-filter=~', BIN, 'start']);
+    const both = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--turbo-filter=*']);
+    expect(both).toEqual([process.execPath, '--turbo-filter=*', BIN, 'start']);
   }, 60_000);
 
   it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {
