@@ -26,17 +26,25 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.exit(0);
 }
 
-// `berth start` runs with V8's young generation bounded to 1 MB semi-spaces, as the image and the
-// systemd unit set it through NODE_OPTIONS: V8 grows them to 16 MB while the worker loads, which
-// is most of what the daemon's peak exceeds its idle memory by (apps/worker/README.md). V8 reads
-// the setting only when Node starts, so the process replaces itself once (process.execve: the
-// same pid, descriptors and environment) unless Node's options already set a semi-space size.
-if (
-  args[0] === 'start' &&
-  typeof process.execve === 'function' &&
-  !/--(?:max|min)-semi-space-size/.test(`${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`)
-)
-  process.execve(process.execPath, [process.execPath, ...process.execArgv, '--max-semi-space-size=1', ...process.argv.slice(1)]);
+// `berth start` runs with two V8 settings (apps/worker/README.md):
+// - the young generation bounded to 1 MB semi-spaces, as the image and the systemd unit set it
+//   through NODE_OPTIONS: V8 grows them to 16 MB while the worker loads, which was most of what
+//   the daemon's peak exceeded its idle memory by;
+// - no TurboFan, V8's top-tier optimizing compiler (Maglev, the mid-tier one, still compiles hot
+//   code): its first compilation, of any function, makes ~5 MB of the `node` binary's code
+//   resident for good, a tenth of an idle worker's budget, while the worker's hot path (log
+//   streaming, in Node's native code) uses no more CPU without it (tools/bench/README.md).
+// V8 reads them only when Node starts, so the process replaces itself once (process.execve: the
+// same pid, descriptors and environment) with those that Node's own options do not set already.
+const START_FLAGS = [
+  { flag: '--max-semi-space-size=1', given: /--(?:max|min)-semi-space-size/ },
+  { flag: '--turbo-filter=~', given: /--turbo-filter/ },
+];
+if (args[0] === 'start' && typeof process.execve === 'function') {
+  const given = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;
+  const missing = START_FLAGS.filter((f) => !f.given.test(given)).map((f) => f.flag);
+  if (missing.length > 0) process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, ...process.argv.slice(1)]);
+}
 
 // V8's compiled code for the modules loaded below is kept on disk (in the system's temporary
 // folder, by Node's rules; NODE_DISABLE_COMPILE_CACHE=1 turns it off): a start after the first

@@ -2,7 +2,7 @@
 // `berth validate` neither the executor, the runtimes nor the daemon's server and queue client,
 // `berth exec` none of the daemon, and `berth start` only the runtime it runs on.
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,8 +131,8 @@ async function startLoads(runtime: string): Promise<string[]> {
 }
 
 /** Runs `berth start` until its runtime is ready; returns the command line its process (the pid spawned) then runs. */
-async function startCommandLine(extraEnv: Record<string, string> = {}): Promise<string[]> {
-  return whileStarted({ env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) =>
+async function startCommandLine(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<string[]> {
+  return whileStarted({ nodeArgs, env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) =>
     (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean),
   );
 }
@@ -166,6 +166,37 @@ describe('berth runs compiled JavaScript when fresh, else its sources', () => {
   }, 300_000);
 });
 
+const DOCKERODE = createRequire(path.join(ROOT, 'packages/runtime-docker/package.json')).resolve('dockerode');
+
+/**
+ * Bundles an entry module made of `lines` with the worker's bundler and runs it: its stdout and
+ * the text of each chunk. The bundle sits next to the app so that its stand-ins resolve the real
+ * modules through the app's node_modules, as dist/bundle/ does.
+ */
+async function bundleAndRun(lines: string[]): Promise<{ stdout: string; chunks: string[] }> {
+  const out = await mkdtemp(path.join(APP, 'node_modules/.berth-bundle-test-'));
+  try {
+    const entry = path.join(out, 'entry.mjs');
+    await writeFile(entry, `${lines.join('\n')}\n`);
+    await bundle({ input: entry, outDir: path.join(out, 'bundle') });
+    const { stdout } = await run(process.execPath, [path.join(out, 'bundle/main.js')], { env: { ...process.env, NODE_OPTIONS: '' } });
+    const files = (await readdir(path.join(out, 'bundle'))).filter((f) => f.endsWith('.js'));
+    return { stdout, chunks: await Promise.all(files.map((f) => readFile(path.join(out, 'bundle', f), 'utf8'))) };
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+}
+
+/** What the lazy-deps probe printed: gRPC and ssh2 not loaded at start, loaded and working once used. */
+function expectDockerExtrasLazy(stdout: string): void {
+  const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
+  expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
+  expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
+  // The real modules ran: their connection attempts failed as they should, not the stand-ins.
+  expect(result.sshError).toMatch(/ECONNREFUSED/);
+  expect(result.sessionError).toMatch(/ENOENT/);
+}
+
 describe('berth start-up, per command', () => {
   it('exec loads none of the daemon: no HTTP server, queue client, metrics, or Kubernetes client', async () => {
     await writeFile(
@@ -193,43 +224,56 @@ describe('berth start-up, per command', () => {
     const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, 'fixtures/lazy-deps-check.mjs')], {
       env: { ...process.env, NODE_OPTIONS: '' },
     });
-    const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
-    expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
-    expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
-    // The real modules ran: their connection attempts failed as they should, not the stand-ins.
-    expect(result.sshError).toMatch(/ECONNREFUSED/);
-    expect(result.sessionError).toMatch(/ENOENT/);
+    expectDockerExtrasLazy(stdout);
   }, 60_000);
 
   it('bundled (bin/bundle.js), the same parts stay on disk until first used, and then work', async () => {
-    // A bundle of dockerode made by the worker's bundler, next to the app so that its stand-ins
-    // resolve the real modules through the app's node_modules, as dist/bundle/ does.
-    const out = await mkdtemp(path.join(APP, 'node_modules/.berth-bundle-test-'));
-    try {
-      const dockerode = createRequire(path.join(ROOT, 'packages/runtime-docker/package.json')).resolve('dockerode');
-      const entry = path.join(out, 'entry.mjs');
-      await writeFile(
-        entry,
-        `import Docker from ${JSON.stringify(dockerode)};\nimport { probe } from ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/lazy-deps-probe.mjs'))};\nawait probe(Docker);\n`,
-      );
-      await bundle({ input: entry, outDir: path.join(out, 'bundle') });
-      const { stdout } = await run(process.execPath, [path.join(out, 'bundle/main.js')], { env: { ...process.env, NODE_OPTIONS: '' } });
-      const result = JSON.parse(stdout) as { atStart: Record<string, boolean>; afterUse: Record<string, boolean>; sshError: string; sessionError: string };
-      expect(result.atStart).toEqual({ grpc: false, ssh2: false, any: false });
-      expect(result.afterUse).toEqual({ grpc: true, ssh2: true });
-      expect(result.sshError).toMatch(/ECONNREFUSED/);
-      expect(result.sessionError).toMatch(/ENOENT/);
-    } finally {
-      await rm(out, { recursive: true, force: true });
-    }
+    const { stdout } = await bundleAndRun([
+      `import Docker from ${JSON.stringify(DOCKERODE)};`,
+      `import { probe } from ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/lazy-deps-probe.mjs'))};`,
+      'await probe(Docker);',
+    ]);
+    expectDockerExtrasLazy(stdout);
   }, 60_000);
 
-  it('start runs with 1 MB young-generation semi-spaces, in the process started, unless NODE_OPTIONS sets a size', async () => {
+  it('bundled, node:tls and node:https load on first use (an import, a require, a getBuiltinModule call) and then work; the chunks are ASCII', async () => {
+    // docker-modem requires https at load and derives an object from the module (lib/http.js);
+    // an ES module imports node:tls and calls process.getBuiltinModule('node:https'), as the
+    // Docker runtime does. Nothing reads them until a connection is opened.
+    const { stdout, chunks } = await bundleAndRun([
+      `import Docker from ${JSON.stringify(DOCKERODE)};`,
+      `import tls from 'node:tls';`,
+      `const https = process.getBuiltinModule('node:https');`,
+      `const loaded = () => ({ tls: process.moduleLoadList.includes('NativeModule tls'), https: process.moduleLoadList.includes('NativeModule https') });`,
+      `new Docker({ socketPath: '/nonexistent.sock' });`,
+      `const atStart = loaded();`,
+      `const refused = (open) => new Promise((resolve) => open().once('error', (e) => resolve(e.code)));`,
+      `const tlsError = await refused(() => tls.connect({ host: '127.0.0.1', port: 9 }));`,
+      `const httpsError = await refused(() => https.request('https://127.0.0.1:9/').end());`,
+      `const modemError = await new Docker({ protocol: 'https', host: '127.0.0.1', port: 9 }).version().then(() => 'none', (e) => e.code);`,
+      `console.log(JSON.stringify({ atStart, afterUse: loaded(), tlsError, httpsError, modemError, agent: new https.Agent() instanceof https.Agent, arrow: '\u2192'.length }));`,
+    ]);
+    expect(JSON.parse(stdout)).toEqual({
+      atStart: { tls: false, https: false },
+      afterUse: { tls: true, https: true },
+      tlsError: 'ECONNREFUSED',
+      httpsError: 'ECONNREFUSED',
+      modemError: 'ECONNREFUSED',
+      agent: true,
+      arrow: 1,
+    });
+    // ASCII (the entry has a "\u2192"), so V8 holds each chunk's source at one byte per character.
+    for (const chunk of chunks) expect([...chunk].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
+  }, 60_000);
+
+  it('start runs with 1 MB young-generation semi-spaces and without TurboFan, in the process started, unless Node is told otherwise', async () => {
     const own = await startCommandLine();
-    expect(own.slice(0, 2)).toEqual([process.execPath, '--max-semi-space-size=1']);
-    expect(own.slice(-2)).toEqual([BIN, 'start']);
-    const given = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
-    expect(given).toEqual([process.execPath, BIN, 'start']);
+    expect(own).toEqual([process.execPath, '--max-semi-space-size=1', '--turbo-filter=~', BIN, 'start']);
+    // NODE_OPTIONS may set the semi-space size (not the compiler filter: Node does not take it there).
+    const size = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
+    expect(size).toEqual([process.execPath, '--turbo-filter=~', BIN, 'start']);
+    const both = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--turbo-filter=*']);
+    expect(both).toEqual([process.execPath, '--turbo-filter=*', BIN, 'start']);
   }, 60_000);
 
   it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {

@@ -43,6 +43,8 @@ export function workerForms(only = process.env.BENCH_FORMS): WorkerForm[] {
   if (want.has('unit') && unit !== undefined)
     forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, systemd unit)`, env: { NODE_OPTIONS: unit } });
   if (want.has('source') && !info.startsWith('source')) forms.push({ kind: 'command', label: 'berth start (source)', env: { BERTH_FROM_SOURCE: '1' } });
+  // On request only: the command with V8's optimizing compiler TurboFan, which `berth start` turns off.
+  if (want.has('turbofan')) forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, TurboFan on)`, env: {}, nodeArgs: ['--turbo-filter=*'] });
   const image = process.env.BERTH_WORKER_IMAGE ?? 'berth/worker:dev';
   if (want.has('image') && spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0)
     forms.push({ kind: 'image', label: `image ${image}`, image });
@@ -120,6 +122,15 @@ export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Reco
     await stop();
     throw e;
   }
+}
+
+/** The CPU time (user and system) a process has used so far, in ms. */
+export function cpuMsOf(pid: number): number {
+  // /proc/PID/stat: the fields after the command's closing parenthesis; utime and stime are the
+  // 12th and 13th of them, in clock ticks (USER_HZ, 100 on Linux).
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** VmRSS and VmHWM (the peak so far) of a process, in MB. */

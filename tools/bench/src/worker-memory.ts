@@ -8,16 +8,19 @@
  *   BENCH_SETTLE_MS (3 s) for start-up to settle; again after the builds.
  * - peak: VmHWM of the process at the end (start-up and the builds).
  *
+ * - CPU over the builds: the worker's user and system time from the first build's enqueue to
+ *   its return to the queue after the last (what a change of V8 settings costs in speed).
+ *
  * Goals: idle ≤ 60 MB, peak ≤ 80 MB. Reference: a bare `node -e` idling (printed).
  *
- *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image)
+ *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image; also turbofan)
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { VelaSim } from '@berth/vela-sim';
 import { median } from './docker-common.ts';
-import { type BenchWorker, memoryOf, runOneBuild, startWorker, waitUntilPopping, workerForms } from './worker-daemon.ts';
+import { type BenchWorker, cpuMsOf, memoryOf, runOneBuild, startWorker, waitUntilPopping, workerForms } from './worker-daemon.ts';
 
 const BUILDS = Number(process.env.BENCH_BUILDS ?? 5);
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
@@ -92,18 +95,20 @@ try {
       worker = await startWorker(sim, form);
       const atReady = memoryOf(worker.pid).hwmMb;
       const idle = await idleRss(worker.pid);
+      const cpuBefore = cpuMsOf(worker.pid);
       for (let i = 0; i < BUILDS; i++) {
         const since = performance.timeOrigin + performance.now();
         const b = await runOneBuild(sim, worker, 'mem');
         if (b.status !== 'success') throw new Error(`${form.label}: build ${b.id} ended ${b.status}: ${worker.log().slice(-800)}`);
         await waitUntilPopping(sim, since);
       }
+      const buildsCpuMs = cpuMsOf(worker.pid) - cpuBefore;
       const after = await idleRss(worker.pid);
       const parts = residentParts(worker.pid);
       const peak = memoryOf(worker.pid).hwmMb;
       results.push({ label: form.label, idle, after, peak });
       console.log(
-        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready); idle after the builds: ${partsText(parts)}`,
+        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready); CPU over the builds ${buildsCpuMs} ms; idle after the builds: ${partsText(parts)}`,
       );
     } finally {
       await worker?.stop();

@@ -1,7 +1,7 @@
 // The Vela client's default transport (node:http), against a real HTTP server.
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpTransport } from './transport.ts';
@@ -71,6 +71,25 @@ describe('httpTransport', () => {
     await expect(httpTransport('http://127.0.0.1:9/x', { method: 'GET', headers: {}, signal: new AbortController().signal })).rejects.toMatchObject({
       code: 'ECONNREFUSED',
     });
+  });
+
+  it('speaks TLS to an https:// address (node:https is loaded on that first call)', async () => {
+    // A TCP server that takes the first bytes and hangs up: a TLS handshake begins with a
+    // handshake record (0x16), where plain HTTP would begin with the method.
+    const first = new Promise<number>((resolve) => {
+      const tcp = createNetServer((socket) => {
+        socket.once('data', (b: Buffer) => {
+          resolve(b[0] ?? -1);
+          socket.destroy();
+          tcp.close();
+        });
+      });
+      tcp.listen(0, '127.0.0.1', () => {
+        const port = (tcp.address() as AddressInfo).port;
+        void httpTransport(`https://127.0.0.1:${port}/x`, { method: 'GET', headers: {}, signal: new AbortController().signal }).catch(() => undefined);
+      });
+    });
+    expect(await first).toBe(0x16);
   });
 
   it('keeps no process alive with its kept connections: a script exits once its call is done', async () => {

@@ -26,12 +26,20 @@ export interface TransportResponse {
 export type Transport = (url: string, request: TransportRequest) => Promise<TransportResponse>;
 
 const http = process.getBuiltinModule('node:http');
-const https = process.getBuiltinModule('node:https');
 
 // Connections are kept for the next call, as fetch does; an idle kept socket does not hold the
 // process open (Node's agent unrefs it).
 const plain = { request: http.request, agent: new http.Agent({ keepAlive: true }) };
-const secure = { request: https.request, agent: new https.Agent({ keepAlive: true }) };
+// node:https (and with it node:tls) is loaded for the first https:// call: a worker whose Vela
+// server is plain HTTP never sets up OpenSSL's TLS side (~3 MB; apps/worker/bin/bundle.js).
+let secure: typeof plain | undefined;
+const secureTransport = (): typeof plain => {
+  if (!secure) {
+    const https = process.getBuiltinModule('node:https');
+    secure = { request: https.request, agent: new https.Agent({ keepAlive: true }) };
+  }
+  return secure;
+};
 
 /**
  * The default transport: node:http or node:https by the URL's scheme, connections kept alive,
@@ -41,7 +49,7 @@ const secure = { request: https.request, agent: new https.Agent({ keepAlive: tru
 export const httpTransport: Transport = (url, { method, headers, body, signal }) =>
   new Promise((resolve, reject) => {
     const target = new URL(url);
-    const { request, agent } = target.protocol === 'https:' ? secure : plain;
+    const { request, agent } = target.protocol === 'https:' ? secureTransport() : plain;
     if (signal.aborted) {
       reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
       return;
