@@ -13,7 +13,9 @@
  * rounds, alternating which side goes first.
  *
  * A third set-up (issue 28 item 2) is a whole build: BENCH_STEPS (10) no-op steps run by the
- * executor (`runBuild`, what `berth exec` runs: network, volume, init log, every step, destroy),
+ * executor (`runBuild` as `berth exec` runs it: network, volume, init log, every step, destroy; but
+ * without outputs, which `berth exec` turns on and with which every container is set up in
+ * assembleBuild, neither created nor held ahead),
  * against the same by hand: `docker network create`, `docker volume create`, BENCH_STEPS
  * `docker run --rm --network NET -v VOL:/vela IMAGE true`, `docker network rm`, `docker volume rm`;
  * the executor as it runs now (each step's container started ahead and held until its step runs:
@@ -76,7 +78,7 @@ async function buildViaCli(count: number): Promise<number> {
 
 let builds = 0;
 
-/** A build of `count` no-op steps through the executor, as `berth exec` runs it. */
+/** A build of `count` no-op steps through the executor, as `berth exec` runs it but without outputs. */
 async function buildViaExecutor(runtime: Runtime, count: number): Promise<number> {
   const steps = Array.from({ length: count }, (_, i) => emptyContainer({ name: `noop${i}`, image: BUSYBOX, pull: 'not_present', commands: ['true'] }));
   const build = preparePipeline(emptyBuild({ steps }), { org: 'bench', repo: `runs-${suffix()}`, number: ++builds });
@@ -181,7 +183,7 @@ if (import.meta.main) {
   const e = result.executor;
   if (e !== undefined) {
     const per = (values: number[]): string => `${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms`;
-    console.log(`  a build of ${result.steps} no-op steps (what \`berth exec\` runs), ${e.cliMs.length} rounds`);
+    console.log(`  a build of ${result.steps} no-op steps (as \`berth exec\` runs it, without outputs), ${e.cliMs.length} rounds`);
     console.log(`    docker network/volume create, ${result.steps} × docker run --rm --network NET -v VOL:/vela IMAGE true, rm: ${per(e.cliMs)}`);
     console.log(`    executor, each step's container started ahead, held until its step runs: ${per(e.executorMs)}`);
     console.log(`    executor, containers created ahead, started when their step runs:       ${per(e.createdMs)}`);
