@@ -33,9 +33,9 @@ describe('loadRuntime', () => {
     expect(error.message).toMatch(/or beside Berth \(npm install -g <package>\)/);
   });
 
-  it('declares the capabilities of the built-in Docker runtime, which binds a host folder', async () => {
+  it('declares the capabilities of the built-in Docker runtime, which binds a host folder and starts steps held', async () => {
     const loaded = await loadRuntime('docker', { cwd: FIXTURES });
-    expect(loaded.descriptor.capabilities).toEqual(['outputs', 'hostWorkspace']);
+    expect(loaded.descriptor.capabilities).toEqual(['outputs', 'hostWorkspace', 'heldStart']);
   });
 
   it('loads the built-ins by name, typing their options', async () => {

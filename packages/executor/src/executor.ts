@@ -239,7 +239,7 @@ export class Executor {
       });
     } finally {
       this.#execDone = true;
-      this.#core.aheadStopped = true;
+      this.#core.stopAhead();
       this.#core.streams.close();
       // Vela: executor/linux/build.go ExecBuild defers close(c.streamRequests), then build.Upload.
       if (this.#core.options.finalBuildStatusAt === 'exec-end') await this.#finish();
@@ -275,7 +275,7 @@ export class Executor {
   async destroyBuild(ctx: Context): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
-    this.#core.aheadStopped = true;
+    this.#core.stopAhead();
     this.#core.log.debug?.(`destroy build ${this.build.id}`);
     try {
       if (!this.#execDone) this.#core.streams.close();

@@ -189,13 +189,14 @@ describe('a container started as the build ends (issue #13 item 6)', () => {
   it('is still streamed: its stream request is accepted while the stream ctx lives', async () => {
     const { runtime: base } = await dummy();
     let executor: Executor | undefined;
-    // runContainer returns just after the cancel landed: the exec ctx has ended, the container runs.
+    // runContainer (releaseContainer for a step started held) returns just after the cancel landed:
+    // the exec ctx has ended, the container runs.
     const runtime = new Proxy(base, {
       get(target, prop) {
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         const fn = value as (...args: unknown[]) => Promise<unknown>;
-        if (prop !== 'runContainer') return fn.bind(target);
+        if (prop !== 'runContainer' && prop !== 'releaseContainer') return fn.bind(target);
         return async (ctx: Context, container: Container, ...rest: unknown[]) => {
           const done = await fn.call(target, ctx, container, ...rest);
           // Once the container has logged its first line, the cancel lands.

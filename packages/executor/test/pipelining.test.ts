@@ -5,12 +5,32 @@
  * once; a step taking a lazy secret is set up only once the secret is loaded. On a runtime without
  * it (Kubernetes: the pod holds every container) every container is set up before assembleBuild,
  * as Vela's executor does (go-vela/worker executor/linux/build.go AssembleBuild → CreateStep).
+ *
+ * The first cases hide the held start (contract 1.4) to check the containers created ahead; the
+ * held start itself (each step's container started ahead, released when its step runs) follows.
  */
-import { background } from '@berth/context';
+import { background, type Context, withCancel } from '@berth/context';
+import type { Build, Container } from '@berth/pipeline';
+import type { Runtime } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
 import { runBuild } from '../src/run-build.ts';
 import { ctn, dummy, makeBuild, RecordingReporter, secret } from './helpers.ts';
-import { recorded, setupInAssemble } from './slow-runtime.ts';
+import { recorded, setupInAssemble, withoutHeldStart } from './slow-runtime.ts';
+
+/**
+ * Runs `broken` (exit 2), `skipped` (skipped: the build failed) and `on-failure` (runs only after a
+ * failure) on `runtime`; checks the build and `broken` failed.
+ */
+async function skippedAfterFailure(runtime: Runtime): Promise<{ build: Build; reporter: RecordingReporter }> {
+  const reporter = new RecordingReporter();
+  const onFailure = ctn('on-failure', { commands: ['echo cleaning up'] });
+  onFailure.ruleset.if.status = ['failure'];
+  const build = makeBuild({ steps: [ctn('broken', { commands: ['echo breaking', 'exit 2'] }), ctn('skipped', { commands: ['echo never'] }), onFailure] });
+  const result = await runBuild(background(), { build, runtime, reporter });
+  expect(result.status).toBe('failure');
+  expect(reporter.last('broken')).toMatchObject({ status: 'failure', exitCode: 2 });
+  return { build, reporter };
+}
 
 /** The index of the first call `call` in `calls`; fails when there is none. */
 function at(calls: readonly string[], call: string): number {
@@ -23,7 +43,7 @@ describe('setting steps up while the build runs', () => {
   it("sets the steps' containers up after assembleBuild, one at a time, each before its step runs; inspects each image once; keeps the logs in order", async () => {
     const { runtime: base, engine } = await dummy();
     const calls: string[] = [];
-    const runtime = recorded(base, calls);
+    const runtime = recorded(withoutHeldStart(base), calls);
     const reporter = new RecordingReporter();
     const build = makeBuild({
       steps: [ctn('one', { commands: ['echo one-a', 'echo one-b'] }), ctn('two', { commands: ['echo two-a'] }), ctn('three', { commands: ['echo three-a'] })],
@@ -52,14 +72,8 @@ describe('setting steps up while the build runs', () => {
   it('removes at once the container set up for a step that is then skipped (its ruleset says no after a failure); nothing is left', async () => {
     const { runtime: base, engine } = await dummy();
     const calls: string[] = [];
-    const runtime = recorded(base, calls);
-    const reporter = new RecordingReporter();
-    const onFailure = ctn('on-failure', { commands: ['echo cleaning up'] });
-    onFailure.ruleset.if.status = ['failure'];
-    const build = makeBuild({ steps: [ctn('broken', { commands: ['echo breaking', 'exit 2'] }), ctn('skipped', { commands: ['echo never'] }), onFailure] });
-    const result = await runBuild(background(), { build, runtime, reporter });
-    expect(result.status).toBe('failure');
-    expect(reporter.last('broken')).toMatchObject({ status: 'failure', exitCode: 2 });
+    const runtime = recorded(withoutHeldStart(base), calls);
+    const { build, reporter } = await skippedAfterFailure(runtime);
     expect(reporter.last('skipped')?.status).toBe('skipped');
     expect(reporter.log('skipped')).toBe('');
     expect(reporter.last('on-failure')?.status).toBe('success');
@@ -75,7 +89,7 @@ describe('setting steps up while the build runs', () => {
   it('sets a step taking a lazy secret (pull: step_start) up only once the secret is loaded, with the secret in its environment', async () => {
     const { runtime: base } = await dummy();
     const calls: string[] = [];
-    const runtime = recorded(base, calls);
+    const runtime = recorded(withoutHeldStart(base), calls);
     const reporter = new RecordingReporter();
     const build = makeBuild({
       secrets: [secret('lazy', 'lazy-value-99')],
@@ -115,5 +129,92 @@ describe('setting steps up while the build runs', () => {
     // Inspected after each setup, as before.
     expect(calls.filter((c) => c.startsWith('inspectImage'))).toEqual(['inspectImage one', 'inspectImage two']);
     expect(engine.containers.size).toBe(0);
+  });
+});
+
+/** Calls `then` once `holdContainer` of the step `name` resolved `true` (the step's container is held). */
+function onHeld(runtime: Runtime, name: string, then: () => void): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (prop !== 'holdContainer') return fn.bind(target);
+      return async (ctx: Context, container: Container, build: Build) => {
+        const held = (await fn.call(target, ctx, container, build)) as boolean;
+        if (held && container.name === name) then();
+        return held;
+      };
+    },
+  });
+}
+
+describe('starting steps held ahead (the runtime’s heldStart, contract 1.4)', () => {
+  it('holds each step’s container ahead, two at most, and releases it when the step runs: logs whole and in order, nothing left', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const reporter = new RecordingReporter();
+    const names = ['one', 'two', 'three', 'four'];
+    const build = makeBuild({ steps: names.map((name) => ctn(name, { commands: [`echo ${name}-a`, `echo ${name}-b`] })) });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('success');
+    const assembled = at(calls, `assembleBuild ${build.id}`);
+    for (const name of names) {
+      expect(at(calls, `holdContainer ${name}`)).toBeGreaterThan(assembled);
+      expect(at(calls, `holdContainer ${name}`)).toBeLessThan(at(calls, `releaseContainer ${name}`));
+      expect(reporter.log(name)).toBe(`$ echo ${name}-a\n${name}-a\n$ echo ${name}-b\n${name}-b\n`);
+    }
+    // Released, never started the usual way nor set up twice.
+    expect(calls.filter((c) => /^(runContainer|setupContainer) /.test(c))).toEqual([]);
+    // Two held at most: the third is held only once the first was released, the fourth once the second was.
+    expect(at(calls, 'holdContainer three')).toBeGreaterThan(at(calls, 'releaseContainer one'));
+    expect(at(calls, 'holdContainer four')).toBeGreaterThan(at(calls, 'releaseContainer two'));
+    const order = reporter.steps.filter((s) => s.kind === 'step').map((s) => `${s.name} ${s.status}`);
+    expect(order).toEqual(names.flatMap((name) => [`${name} running`, `${name} success`]));
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('removes the held container of a step its ruleset skips, never released: no log, no running status', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const { reporter } = await skippedAfterFailure(runtime);
+    expect(reporter.statuses('skipped')).toEqual(['skipped']);
+    expect(reporter.log('skipped')).toBe('');
+    expect(reporter.log('on-failure')).toContain('cleaning up');
+    expect(at(calls, 'holdContainer skipped')).toBeLessThan(at(calls, 'releaseContainer broken'));
+    expect(at(calls, 'removeContainer skipped')).toBeGreaterThan(at(calls, 'releaseContainer broken'));
+    expect(at(calls, 'removeContainer skipped')).toBeLessThan(at(calls, 'releaseContainer on-failure'));
+    expect(calls.filter((c) => c.endsWith(' skipped') && !/^(holdContainer|removeContainer) /.test(c))).toEqual([]);
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('removes a held container when the build is cancelled before its step: never released, no log, canceled', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const [ctx, cancel] = withCancel(background());
+    const held = Promise.withResolvers<void>();
+    const runtime = recorded(
+      onHeld(base, 'second', () => held.resolve()),
+      calls,
+    );
+    const reporter = new RecordingReporter();
+    // Cancel while the first step runs and the second is held.
+    const stepStatus = reporter.stepStatus.bind(reporter);
+    reporter.stepStatus = async (statusCtx, step) => {
+      await stepStatus(statusCtx, step);
+      if (step.name === 'first' && step.status === 'running') void held.promise.then(() => cancel());
+    };
+    const build = makeBuild({ steps: [ctn('first', { commands: ['sleep 30'] }), ctn('second', { commands: ['echo never'] })] });
+    const result = await runBuild(ctx, { build, runtime, reporter });
+    expect(result.status).toBe('canceled');
+    expect(reporter.last('first')).toMatchObject({ status: 'canceled', exitCode: 137 });
+    expect(reporter.statuses('second')).toEqual(['canceled']);
+    expect(reporter.log('second')).toBe('');
+    expect(calls).toContain('holdContainer second');
+    expect(calls).toContain('removeContainer second');
+    expect(calls).not.toContain('releaseContainer second');
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
   });
 });

@@ -70,6 +70,20 @@ export function setupInAssemble(runtime: Runtime): Runtime {
 }
 
 /**
+ * `runtime` without the held start (`holdContainer` / `releaseContainer`, contract 1.4): the
+ * executor creates each step's container ahead and starts it when the step runs.
+ */
+export function withoutHeldStart(runtime: Runtime): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      if (prop === 'holdContainer' || prop === 'releaseContainer') return undefined;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
  * Wraps `runtime` so that `method` rejects with `error()` for the containers (or builds) whose
  * name `when` accepts; other calls go through.
  */

@@ -2,7 +2,7 @@
  * Containers (go-vela/worker runtime/docker/container.go): create, start with the exit subscribed
  * and the attach opened first, inspect, wait, tail, remove.
  */
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { afterFunc, type Context } from '@berth/context';
 import type { Build, Container } from '@berth/pipeline';
 import { type ContainerExit, type ContainerStatus, isRuntimeError, RuntimeError } from '@berth/runtime';
@@ -15,10 +15,16 @@ import { openAttach, PendingAttach, tailLogs } from './logs.ts';
 import type { ContainerRecord, Dialer, RuntimeState } from './state.ts';
 
 /** Creates the container, pulling as its policy says; with `on_start` runContainer creates it (`Runtime.setupContainer`). */
-export async function setupContainer(s: RuntimeState, ctx: Context, container: Container, build: Build): Promise<void> {
-  const where = { operation: 'setupContainer', subject: container.id };
+export async function setupContainer(
+  s: RuntimeState,
+  ctx: Context,
+  container: Container,
+  build: Build,
+  shape: (body: Record<string, unknown>) => Record<string, unknown> = (body) => body,
+  where: Where = { operation: 'setupContainer', subject: container.id },
+): Promise<void> {
   const image = s.resolve(container, where);
-  const body = createBody(s, container, build, image, where);
+  const body = shape(createBody(s, container, build, image, where));
   if (container.pull === 'always') await s.pull(ctx, where, container, image, build.id);
   const record: ContainerRecord = {
     name: engineName(container.id),
@@ -49,6 +55,7 @@ export async function setupContainer(s: RuntimeState, ctx: Context, container: C
 export async function runContainer(s: RuntimeState, ctx: Context, container: Container, build: Build): Promise<void> {
   const where = { operation: 'runContainer', subject: container.id };
   let record = s.containers.get(container.id);
+  if (record?.held !== undefined) return releaseContainer(s, ctx, container);
   if (!record) {
     const image = s.resolve(container, where);
     record = {
@@ -65,6 +72,15 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
   if (container.pull === 'on_start') await s.pull(ctx, where, container, s.resolve(container, where), build.id);
   if (!record.created) await create(s, ctx, where, record);
 
+  await start(s, ctx, where, record, false);
+}
+
+/**
+ * Subscribes to the exit, opens the attach (with stdin when `held`: the go signal goes there), then
+ * starts the container. Without `held`, an attach that fails leaves the log to the log file; with
+ * it, it fails the start (resolving `false`, nothing started): a held container needs its stdin.
+ */
+async function start(s: RuntimeState, ctx: Context, where: Where, record: ContainerRecord, held: boolean): Promise<boolean> {
   // Subscribe to the exit before starting (a container that ends at once is not missed; dockerode 582),
   // and attach (so that the live stream has every byte, see logs.ts): both at once, then the start.
   record.waitController?.abort();
@@ -75,7 +91,7 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
   const stop = afterFunc(ctx, () => controller.abort(ctx.signal.reason));
   const [subscribed, attached] = await Promise.allSettled([
     s.call(ctx, where, () => subscribeExit(s, record.name, controller.signal)),
-    s.call(ctx, where, (signal) => openAttach(s.connection, record.name, signal)),
+    s.call(ctx, where, (signal) => openAttach(s.connection, record.name, signal, held)),
   ]);
   stop();
   if (subscribed.status === 'rejected' || (attached.status === 'rejected' && ctx.signal.aborted)) {
@@ -83,9 +99,17 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
     if (attached.status === 'fulfilled') attached.value?.destroy();
     throw subscribed.status === 'rejected' ? subscribed.reason : (attached as PromiseRejectedResult).reason;
   }
+  if (held && (attached.status === 'rejected' || attached.value === undefined)) {
+    controller.abort();
+    record.waitController = undefined;
+    return false;
+  }
   const { exit } = subscribed.value;
   // An attach that failed leaves the log file alone; the start tells whether the engine is there.
-  if (attached.status === 'fulfilled' && attached.value) record.attach = new PendingAttach(attached.value, s.logStallMs);
+  if (attached.status === 'fulfilled' && attached.value) {
+    record.attach = new PendingAttach(attached.value, s.logStallMs);
+    if (held) record.held = attached.value as Duplex;
+  }
   let lost = false;
   exit.then(
     () => (record.exited = true),
@@ -114,9 +138,69 @@ export async function runContainer(s: RuntimeState, ctx: Context, container: Con
     record.waitController = undefined;
     record.attach?.close();
     record.attach = undefined;
+    record.held = undefined;
     throw error;
   }
   if (!lost) record.exit = exit;
+  return true;
+}
+
+/**
+ * What a held container runs before its command: it waits for one line on stdin (the go signal),
+ * then gives its stdin up (`/dev/null`, what a container started without stdin has) and runs the
+ * command. Stdin closed before a line came (the connection lost) ends it without running anything.
+ */
+const HOLD_PREFIX = 'read -r berth_go || exit 125; exec </dev/null; ';
+
+/** Whether the container runs a shell script (`/bin/sh -c` and one command: a step with commands, as the executor made them). */
+function holdable(container: Container): boolean {
+  const [shell, flag, ...rest] = container.entrypoint;
+  return shell === '/bin/sh' && flag === '-c' && rest.length === 0 && container.commands.length === 1 && container.pull !== 'on_start';
+}
+
+/**
+ * Creates the container with its stdin open, its command behind {@link HOLD_PREFIX}, and starts it
+ * with its exit subscribed and its attach (stdin, stdout, stderr) open (`Runtime.holdContainer`).
+ * `false`, nothing left behind, when the container is not a shell script or the engine gave no attach.
+ */
+export async function holdContainer(s: RuntimeState, ctx: Context, container: Container, build: Build): Promise<boolean> {
+  if (!holdable(container) || s.containers.get(container.id)?.created === true) return false;
+  const where = { operation: 'holdContainer', subject: container.id };
+  await setupContainer(s, ctx, container, build, holdBody, where);
+  const record = s.containers.get(container.id);
+  if (!record) throw runtimeError('NotFound', 'the container was removed while it was being held', where);
+  if (await start(s, ctx, where, record, true)) return true;
+  // No attach to send the go signal through: nothing held, nothing left.
+  await s.forceRemoveContainer(ctx, where, record.name);
+  s.forget(container.id);
+  return false;
+}
+
+function holdBody(body: Record<string, unknown>): Record<string, unknown> {
+  const [command] = body.Cmd as string[];
+  return { ...body, Cmd: [`${HOLD_PREFIX}${command}`], AttachStdin: true, OpenStdin: true, StdinOnce: true };
+}
+
+/** Sends the go signal to the held container: a newline, then its stdin closed (`Runtime.releaseContainer`). */
+export async function releaseContainer(s: RuntimeState, ctx: Context, container: Container): Promise<void> {
+  const where = { operation: 'releaseContainer', subject: container.id };
+  const record = s.containers.get(container.id);
+  const stdin = record?.held;
+  if (!record || !stdin) throw runtimeError('NotFound', 'the container is not held: hold it with holdContainer first', where);
+  // Until the signal went out the container stays held: a removal then kills it without the grace.
+  if (record.exited || stdin.destroyed || !stdin.writable) {
+    throw runtimeError('ContainerFailed', 'the held container ended or lost its stdin before it was released, so it ran nothing; run the step again', where);
+  }
+  await s.call(
+    ctx,
+    where,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        stdin.write('\n', (error) => (error ? reject(error) : resolve()));
+        stdin.end();
+      }),
+  );
+  record.held = undefined;
 }
 
 /** The container's state now (`Runtime.inspectContainer`). */
@@ -217,7 +301,8 @@ export async function removeContainer(s: RuntimeState, ctx: Context, container: 
   // exit we saw, or that this runtime never created, needs no stop.
   const record = s.containers.get(container.id);
   if (record) await s.creationsSettled(ctx, record.buildId);
-  const mayRun = !record || (record.created && !record.exited);
+  // A held container (never released) ran nothing of its own: killed at once by the forced removal.
+  const mayRun = !record || (record.created && !record.exited && record.held === undefined);
   let gone = false;
   if (mayRun) {
     try {

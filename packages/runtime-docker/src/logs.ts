@@ -84,9 +84,13 @@ export class PendingAttach {
  * daemon/attach.go `ContainerAttach`: `StreamConfig.AttachStreams`, then `GetStreams`, which
  * writes the head), so once the head arrived every byte the container writes after its start
  * reaches the attach: started afterwards, nothing is missed. `docker run` relies on the same order.
+ * With `stdin` (a held container, created with `OpenStdin`), the engine also copies what is written
+ * to the connection to the container's stdin, and closes that stdin when the connection's write side
+ * ends (`StdinOnce`; moby container/stream/attach.go `CopyStreams`): the returned stream is then the
+ * connection itself, a Duplex.
  */
-export async function openAttach(connection: EngineConnection, name: string, signal: AbortSignal): Promise<Readable | undefined> {
-  const path = `/containers/${encodeURIComponent(name)}/attach?stream=1&stdout=1&stderr=1`;
+export async function openAttach(connection: EngineConnection, name: string, signal: AbortSignal, stdin = false): Promise<Readable | undefined> {
+  const path = `/containers/${encodeURIComponent(name)}/attach?stream=1&stdout=1&stderr=1${stdin ? '&stdin=1' : ''}`;
   return getEngineStream(connection.dial, connection.host, path, signal, 'POST');
 }
 

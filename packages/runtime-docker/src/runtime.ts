@@ -83,6 +83,16 @@ export class DockerRuntime implements Runtime {
     return containers.runContainer(this.#s, ctx, container, build);
   }
 
+  /** See {@link containers.holdContainer} (the `heldStart` capability, contract 1.4). */
+  holdContainer(ctx: Context, container: Container, build: Build): Promise<boolean> {
+    return containers.holdContainer(this.#s, ctx, container, build);
+  }
+
+  /** See {@link containers.releaseContainer}. */
+  releaseContainer(ctx: Context, container: Container): Promise<void> {
+    return containers.releaseContainer(this.#s, ctx, container);
+  }
+
   inspectContainer(ctx: Context, container: Container): Promise<ContainerStatus> {
     return containers.inspectContainer(this.#s, ctx, container);
   }

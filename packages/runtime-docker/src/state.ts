@@ -4,6 +4,7 @@
  * in their stride. The facade (runtime.ts) owns one; containers.ts, images.ts,
  * networks-volumes.ts, outputs.ts, build.ts and logs.ts act on it.
  */
+import type { Duplex } from 'node:stream';
 import type { Context } from '@berth/context';
 import type { Container } from '@berth/pipeline';
 import { LABELS, labelValue, type RuntimeConfig, type RuntimeError, type RuntimeEvent } from '@berth/runtime';
@@ -38,6 +39,11 @@ export interface ContainerRecord {
   waitController: AbortController | undefined;
   /** The attach opened before the start, until tailContainer claims it. */
   attach?: PendingAttach | undefined;
+  /**
+   * Started held (holdContainer) and not released yet: the attach's connection, whose stdin the
+   * container's shell waits on. releaseContainer writes the go signal to it.
+   */
+  held?: Duplex | undefined;
 }
 
 /** The engine, the configuration and what the runtime created, shared by the resource groups. */
@@ -201,6 +207,7 @@ export class RuntimeState {
     const record = this.containers.get(id);
     record?.waitController?.abort();
     record?.attach?.close();
+    record?.held?.destroy();
     this.containers.delete(id);
   }
 

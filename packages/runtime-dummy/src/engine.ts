@@ -18,6 +18,8 @@ export interface DummyContainer extends Owner {
   readonly spec: Container;
   readonly image: string;
   state: 'created' | 'running' | 'exited';
+  /** Started held (holdContainer) and not released: checked as at a start, its command not begun. */
+  held?: { argv: string[]; identity: { uid: number; gid: number } } | undefined;
   exitCode?: number;
   reason?: string;
   /** Why it could not run; `waitContainer` rejects with it. */

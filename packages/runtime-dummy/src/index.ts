@@ -35,7 +35,7 @@ export function dummyRuntime(options: DummyRuntimeOptions = {}): RuntimeDescript
     name,
     version: manifest.version,
     contract: CONTRACT_VERSION,
-    capabilities: ['outputs'],
+    capabilities: ['outputs', 'heldStart'],
     create(ctx, config) {
       if (ctx.signal.aborted) {
         return Promise.reject(

@@ -164,45 +164,88 @@ export class DummyRuntime implements Runtime {
     await this.#enter(ctx, 'runContainer', container.id);
     const record = this.#find(container, 'runContainer');
     if (record.state !== 'created') return;
+    if (record.held !== undefined) return this.#release(record);
+    const start = await this.#check(ctx, container, record, build, 'runContainer');
+    record.state = 'running';
+    void this.#run(record, start.argv, start.identity);
+  }
+
+  /**
+   * The held start (contract 1.4): a shell script (`/bin/sh -c` and one command) is set up and
+   * checked as a start would (image, DUMMY_START_FAIL, user), its command begun only by
+   * releaseContainer; `false` for any other container, nothing created.
+   */
+  async holdContainer(ctx: Context, container: Container, build: Build): Promise<boolean> {
+    const [shell, flag, ...rest] = container.entrypoint;
+    if (shell !== '/bin/sh' || flag !== '-c' || rest.length > 0 || container.commands.length !== 1 || container.pull === 'on_start') return false;
+    if (this.#engine.containers.has(container.id)) return false;
+    await this.setupContainer(ctx, container, build);
+    const record = this.#find(container, 'holdContainer');
+    record.held = await this.#check(ctx, container, record, build, 'holdContainer');
+    return true;
+  }
+
+  /** Begins the held container's command (contract 1.4). */
+  async releaseContainer(ctx: Context, container: Container): Promise<void> {
+    await this.#enter(ctx, 'releaseContainer', container.id);
+    const record = this.#engine.containers.get(container.id);
+    if (record?.held === undefined)
+      throw this.#error('NotFound', 'the container is not held: hold it with holdContainer first', 'releaseContainer', container.id);
+    if (record.state !== 'created') {
+      throw this.#error('ContainerFailed', 'the held container ended before it was released, so it ran nothing', 'releaseContainer', container.id);
+    }
+    this.#release(record);
+  }
+
+  #release(record: DummyContainer): void {
+    const start = record.held;
+    record.held = undefined;
+    if (start === undefined) return;
+    record.state = 'running';
+    void this.#run(record, start.argv, start.identity);
+  }
+
+  /** What a start checks (pull with `on_start`, image, DUMMY_START_FAIL, program, user): what to run, or the failure, recorded on the container. */
+  async #check(
+    ctx: Context,
+    container: Container,
+    record: DummyContainer,
+    build: Build,
+    operation: string,
+  ): Promise<{ argv: string[]; identity: { uid: number; gid: number } }> {
     if (container.pull === 'on_start') {
       try {
-        await this.#pull(ctx, container, record.image, build.id, 'runContainer');
+        await this.#pull(ctx, container, record.image, build.id, operation);
       } catch (error) {
         if (isRuntimeError(error, 'ImagePullFailed', 'ImageNotFound')) this.#fail(record, error, 'ErrImagePull');
         throw error;
       }
     }
     if (!this.#engine.images.has(record.image)) {
-      const error = this.#error('ImageNotFound', `image "${container.image}" is not present`, 'runContainer', container.id);
+      const error = this.#error('ImageNotFound', `image "${container.image}" is not present`, operation, container.id);
       this.#fail(record, error, 'ImageNotFound');
       throw error;
     }
     const env = container.environment;
     if (env.DUMMY_START_FAIL !== undefined) {
-      const error = this.#error(
-        'ContainerFailed',
-        `the container could not start: ${env.DUMMY_START_FAIL || 'DUMMY_START_FAIL'}`,
-        'runContainer',
-        container.id,
-      );
+      const error = this.#error('ContainerFailed', `the container could not start: ${env.DUMMY_START_FAIL || 'DUMMY_START_FAIL'}`, operation, container.id);
       this.#fail(record, error, 'StartFailed', 128);
       throw error;
     }
     const argv = [...container.entrypoint, ...container.commands];
     const program = argv[0]?.split('/').at(-1);
     if (program !== undefined && !shellCommands().includes(program)) {
-      const error = this.#error('ContainerFailed', `exec: "${argv[0]}": executable file not found in $PATH`, 'runContainer', container.id);
+      const error = this.#error('ContainerFailed', `exec: "${argv[0]}": executable file not found in $PATH`, operation, container.id);
       this.#fail(record, error, 'ContainerCannotRun', 127);
       throw error;
     }
     const identity = this.#user(container.user);
     if (identity === undefined) {
-      const error = this.#error('ContainerFailed', `unable to find user ${container.user}: no matching entries in passwd file`, 'runContainer', container.id);
+      const error = this.#error('ContainerFailed', `unable to find user ${container.user}: no matching entries in passwd file`, operation, container.id);
       this.#fail(record, error, 'ContainerCannotRun', 128);
       throw error;
     }
-    record.state = 'running';
-    void this.#run(record, argv, identity);
+    return { argv, identity };
   }
 
   #fail(record: DummyContainer, error: RuntimeError, reason: string, exitCode?: number): void {
@@ -316,7 +359,7 @@ export class DummyRuntime implements Runtime {
   async inspectContainer(ctx: Context, container: Container): Promise<ContainerStatus> {
     await this.#enter(ctx, 'inspectContainer', container.id);
     const record = this.#find(container, 'inspectContainer');
-    const status: ContainerStatus = { state: record.state };
+    const status: ContainerStatus = { state: record.held === undefined ? record.state : 'running' };
     if (record.exitCode !== undefined && record.state === 'exited') status.exitCode = record.exitCode;
     if (record.reason !== undefined) status.reason = record.reason;
     return status;

@@ -7,7 +7,7 @@ import type { Runtime, RuntimeConfig } from './runtime.ts';
  * minor when methods or fields are added. A plugin declares the one it was written against as a
  * literal (importing this constant would always match the installed contract).
  */
-export const CONTRACT_VERSION = '1.3.0';
+export const CONTRACT_VERSION = '1.4.0';
 
 /**
  * An optional part of the contract a plugin declares it offers, in {@link RuntimeDescriptor.capabilities}.
@@ -17,11 +17,13 @@ export const CONTRACT_VERSION = '1.3.0';
  * - `outputs`: {@link Runtime.setupOutputs} and {@link Runtime.readOutput} (Vela's `/vela/outputs`; contract 1.1).
  * - `hostWorkspace`: {@link RuntimeConfig.workspaceHostPath}, a host directory as the build's
  *   workspace (`berth exec` runs a pipeline on the current directory; contract 1.2).
+ * - `heldStart`: {@link Runtime.holdContainer} and {@link Runtime.releaseContainer}, a step's
+ *   container started ahead and held until its step runs (contract 1.4).
  */
-export type RuntimeCapability = 'outputs' | 'hostWorkspace';
+export type RuntimeCapability = 'outputs' | 'hostWorkspace' | 'heldStart';
 
 /** Every {@link RuntimeCapability} this contract defines. */
-export const RUNTIME_CAPABILITIES: readonly RuntimeCapability[] = ['outputs', 'hostWorkspace'];
+export const RUNTIME_CAPABILITIES: readonly RuntimeCapability[] = ['outputs', 'hostWorkspace', 'heldStart'];
 
 /**
  * A runtime plugin as the worker registers it: what `dockerRuntime(options)` returns.

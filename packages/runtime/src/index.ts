@@ -3,8 +3,8 @@
  *
  * @packageDocumentation
  */
-export type { Runtime, RuntimeConfig, RuntimeEvent, ContainerExit, ContainerStatus, ReapReport, RuntimeWithOutputs } from './runtime.ts';
-export { MAX_OUTPUT_FILE_BYTES, OUTPUTS_PATH, supportsOutputs } from './runtime.ts';
+export type { Runtime, RuntimeConfig, RuntimeEvent, ContainerExit, ContainerStatus, ReapReport, RuntimeWithHeldStart, RuntimeWithOutputs } from './runtime.ts';
+export { MAX_OUTPUT_FILE_BYTES, OUTPUTS_PATH, supportsHeldStart, supportsOutputs } from './runtime.ts';
 export { RuntimeError, isRuntimeError, type RuntimeErrorCode, type RuntimeErrorOptions } from './errors.ts';
 export {
   CONTRACT_VERSION,

@@ -227,6 +227,36 @@ export interface Runtime {
    */
   readOutput?(ctx: Context, build: Build, container: Container, name: string): Promise<Uint8Array | undefined>;
 
+  // ---- held start (optional capability) ----------------------------------------------------
+
+  /**
+   * Optional, with {@link releaseContainer}: the `heldStart` capability (contract 1.4). Sets the
+   * container up as {@link setupContainer} does and starts it **held**: its process runs but does
+   * not begin the container's command until {@link releaseContainer}, so that at release only a
+   * signal is left (Docker: a create and a start, ~250 ms, move ahead of the step before it
+   * ending). Until released, a held container writes nothing to its log, and {@link removeContainer}
+   * kills and removes it at once (no stop grace: it ran nothing of its own).
+   *
+   * The executor calls it in place of setupContainer, for a step whose container runs a shell
+   * script (entrypoint `['/bin/sh', '-c']` and one command: a step with `commands`, after the
+   * executor made them its build script), not detached, its image present. Resolves `false`, having
+   * created and started nothing, when this runtime cannot hold this container (another entrypoint,
+   * an engine that cannot attach stdin): the executor then calls setupContainer and runContainer as
+   * usual. Rejects as setupContainer and runContainer do (`ImageNotFound`, `InvalidConfig`,
+   * `ContainerFailed`, …). On ctx done: reject promptly; what was created is removeContainer's.
+   */
+  holdContainer?(ctx: Context, container: Container, build: Build): Promise<boolean>;
+  /**
+   * Optional, with {@link holdContainer}: lets the held container's command begin (Docker: a newline
+   * on its stdin, which is then closed; the command sees stdin at EOF, as a container started
+   * without stdin does). From then on the container is as after {@link runContainer}: its log
+   * ({@link tailContainer}) holds the command's whole output from its first byte, and
+   * {@link waitContainer} its exit. Rejects `ContainerFailed` when the held container is gone or
+   * ended before the release (it did not run the command), `NotFound` when it was never held.
+   * On ctx done: reject promptly.
+   */
+  releaseContainer?(ctx: Context, container: Container): Promise<void>;
+
   // ---- worker ------------------------------------------------------------------------------
 
   /**
@@ -247,6 +277,14 @@ export const MAX_OUTPUT_FILE_BYTES = 10 * 1024 * 1024;
 
 /** A runtime that offers the optional `outputs` capability ({@link Runtime.setupOutputs} and {@link Runtime.readOutput}). */
 export type RuntimeWithOutputs = Runtime & Required<Pick<Runtime, 'setupOutputs' | 'readOutput'>>;
+
+/** A runtime that offers the optional `heldStart` capability ({@link Runtime.holdContainer} and {@link Runtime.releaseContainer}). */
+export type RuntimeWithHeldStart = Runtime & Required<Pick<Runtime, 'holdContainer' | 'releaseContainer'>>;
+
+/** True when `runtime` offers the optional `heldStart` capability (both of its methods). */
+export function supportsHeldStart(runtime: Runtime): runtime is RuntimeWithHeldStart {
+  return typeof runtime.holdContainer === 'function' && typeof runtime.releaseContainer === 'function';
+}
 
 /** True when `runtime` offers the optional `outputs` capability (both of its methods). */
 export function supportsOutputs(runtime: Runtime): runtime is RuntimeWithOutputs {

@@ -54,3 +54,18 @@ export function setupInAssemble(runtime: Runtime): Runtime {
     },
   });
 }
+
+/**
+ * `runtime` without the `heldStart` capability (contract 1.4): the executor then creates each
+ * step's container ahead and starts it when the step runs, as before the held start. For
+ * before/after figures in one run.
+ */
+export function withoutHeldStart(runtime: Runtime): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop) {
+      if (prop === 'holdContainer' || prop === 'releaseContainer') return undefined;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

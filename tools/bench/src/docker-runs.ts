@@ -13,26 +13,32 @@
  * rounds, alternating which side goes first.
  *
  * A third set-up (issue 28 item 2) is a whole build: BENCH_STEPS (10) no-op steps run by the
- * executor (`runBuild`, what `berth exec` runs: network, volume, init log, every step, destroy),
+ * executor (`runBuild` as `berth exec` runs it: network, volume, init log, every step, destroy; but
+ * without outputs, which `berth exec` turns on and with which every container is set up in
+ * assembleBuild, neither created nor held ahead),
  * against the same by hand: `docker network create`, `docker volume create`, BENCH_STEPS
  * `docker run --rm --network NET -v VOL:/vela IMAGE true`, `docker network rm`, `docker volume rm`;
- * the executor both as it runs now (the steps' containers set up in the background, one at a time,
- * while the build runs) and
- * as before (every container set up in assembleBuild: `setupWhileRunning` hidden). Target ≤ 0.8.
+ * the executor as it runs now (each step's container started ahead and held until its step runs:
+ * the runtime's `heldStart`), with its containers only created ahead and started when their step
+ * runs (`heldStart` hidden), and as before issue 28 (every container set up in assembleBuild:
+ * `setupWhileRunning` hidden too). Target ≤ 0.8.
  *
- * Env: BENCH_N (default 20), BENCH_STEPS (default 10), BENCH_ROUNDS (default 3), DOCKER_HOST.
+ * Env: BENCH_N (default 20), BENCH_STEPS (default 10), BENCH_ROUNDS (default 3), BENCH_SETUPS
+ * (comma list of plain, build, executor; all by default), DOCKER_HOST.
  */
+import { readFileSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { background } from '@berth/context';
 import { runBuild } from '@berth/executor';
 import { type Build, emptyBuild, emptyContainer, prepareBuild as preparePipeline } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
-import { BUSYBOX, median, prepareBuild, run, setupInAssemble, shellStep, since, suffix } from './docker-common.ts';
+import { BUSYBOX, median, prepareBuild, run, setupInAssemble, shellStep, since, suffix, withoutHeldStart } from './docker-common.ts';
 
 const N = Number(process.env.BENCH_N ?? 20);
 const STEPS = Number(process.env.BENCH_STEPS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SETUPS = new Set((process.env.BENCH_SETUPS ?? 'plain,build,executor').split(','));
 
 async function viaCli(count: number, extra: string[]): Promise<number> {
   const start = performance.now();
@@ -72,7 +78,7 @@ async function buildViaCli(count: number): Promise<number> {
 
 let builds = 0;
 
-/** A build of `count` no-op steps through the executor, as `berth exec` runs it. */
+/** A build of `count` no-op steps through the executor, as `berth exec` runs it but without outputs. */
 async function buildViaExecutor(runtime: Runtime, count: number): Promise<number> {
   const steps = Array.from({ length: count }, (_, i) => emptyContainer({ name: `noop${i}`, image: BUSYBOX, pull: 'not_present', commands: ['true'] }));
   const build = preparePipeline(emptyBuild({ steps }), { org: 'bench', repo: `runs-${suffix()}`, number: ++builds });
@@ -82,34 +88,39 @@ async function buildViaExecutor(runtime: Runtime, count: number): Promise<number
   return since(start);
 }
 
-/** Figures of the whole-build set-up: the CLI, the executor now, and the executor setting every container up in assembleBuild. */
+/** Figures of the whole-build set-up: the CLI, the executor now, without the held start, and setting every container up in assembleBuild. */
 export interface BuildFigures {
   cliMs: number[];
   executorMs: number[];
+  createdMs: number[];
   assembleMs: number[];
-  /** executor / CLI, and the same as before (every container set up in assembleBuild). */
+  /** executor / CLI, and the same without the held start and as before issue 28 (every container set up in assembleBuild). */
   ratio: number;
+  createdRatio: number;
   assembleRatio: number;
 }
 
 async function compareBuilds(runtime: Runtime): Promise<BuildFigures> {
-  const before = setupInAssemble(runtime);
+  const created = withoutHeldStart(runtime);
+  const before = setupInAssemble(created);
   await buildViaCli(2); // warm-up
   await buildViaExecutor(runtime, 2);
   const cliMs: number[] = [];
   const executorMs: number[] = [];
+  const createdMs: number[] = [];
   const assembleMs: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     // Each side first in turn.
     const sides = [
       async () => cliMs.push(await buildViaCli(STEPS)),
       async () => executorMs.push(await buildViaExecutor(runtime, STEPS)),
+      async () => createdMs.push(await buildViaExecutor(created, STEPS)),
       async () => assembleMs.push(await buildViaExecutor(before, STEPS)),
     ];
     for (let i = 0; i < sides.length; i++) await sides[(round + i) % sides.length]?.();
   }
   const ratio = (values: number[]): number => Math.round((median(values) / median(cliMs)) * 1000) / 1000;
-  return { cliMs, executorMs, assembleMs, ratio: ratio(executorMs), assembleRatio: ratio(assembleMs) };
+  return { cliMs, executorMs, createdMs, assembleMs, ratio: ratio(executorMs), createdRatio: ratio(createdMs), assembleRatio: ratio(assembleMs) };
 }
 
 /** Figures of one set-up. */
@@ -137,17 +148,17 @@ async function compare(runtime: Runtime, build: Build, cliArgs: string[]): Promi
 }
 
 /** Runs the benchmark and returns its figures. */
-export async function benchDockerRuns(): Promise<{ n: number; plain: RunsFigures; build: RunsFigures; steps: number; executor: BuildFigures }> {
+export async function benchDockerRuns(): Promise<{ n: number; plain?: RunsFigures; build?: RunsFigures; steps: number; executor?: BuildFigures }> {
   const ctx = background();
   const workerId = `bench-${suffix()}`;
   const runtime = await dockerRuntime().create(ctx, { workerId });
   const plainBuild = emptyBuild({ id: `bench_plain_${suffix()}` });
   const build = await prepareBuild(ctx, runtime, `bench_runs_${suffix()}`);
   try {
-    const plain = await compare(runtime, plainBuild, []);
-    const withBuild = await compare(runtime, build, ['--network', build.id, '-v', `${build.id}:/vela`]);
-    const executor = await compareBuilds(runtime);
-    return { n: N, plain, build: withBuild, steps: STEPS, executor };
+    const plain = SETUPS.has('plain') ? await compare(runtime, plainBuild, []) : undefined;
+    const withBuild = SETUPS.has('build') ? await compare(runtime, build, ['--network', build.id, '-v', `${build.id}:/vela`]) : undefined;
+    const executor = SETUPS.has('executor') ? await compareBuilds(runtime) : undefined;
+    return { n: N, ...(plain ? { plain } : {}), ...(withBuild ? { build: withBuild } : {}), steps: STEPS, ...(executor ? { executor } : {}) };
   } finally {
     await runtime.reap(ctx, workerId);
     await runtime.close();
@@ -158,21 +169,32 @@ if (import.meta.main) {
   const result = await benchDockerRuns();
   const line = (label: string, values: number[]): string =>
     `    ${label}: ${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms (${(median(values) / result.n).toFixed(1)} ms/container)`;
-  console.log(`docker runs: ${result.n} no-op containers, one after another, ${result.plain.cliMs.length} rounds`);
+  console.log(`docker runs: ${result.n} no-op containers, one after another, ${ROUNDS} rounds (load average ${loadAverage()})`);
   for (const [name, figures, cli] of [
     ['plain (default bridge, no volume)', result.plain, 'docker run --rm IMAGE true'],
     ["build (the build's network and workspace volume)", result.build, 'docker run --rm --network NET -v VOL:/vela IMAGE true'],
   ] as const) {
+    if (figures === undefined) continue;
     console.log(`  ${name}`);
     console.log(line(cli, figures.cliMs));
     console.log(line('@berth/runtime-docker', figures.runtimeMs));
     console.log(`    ratio runtime / CLI: ${figures.ratio} (target ≤ 1.0) ${figures.ratio <= 1 ? 'OK' : 'MISSED'}`);
   }
   const e = result.executor;
-  const per = (values: number[]): string => `${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms`;
-  console.log(`  a build of ${result.steps} no-op steps (what \`berth exec\` runs), ${e.cliMs.length} rounds`);
-  console.log(`    docker network/volume create, ${result.steps} × docker run --rm --network NET -v VOL:/vela IMAGE true, rm: ${per(e.cliMs)}`);
-  console.log(`    executor, containers set up in the background while the build runs: ${per(e.executorMs)}`);
-  console.log(`    executor, every container set up in assembleBuild (as before):  ${per(e.assembleMs)}`);
-  console.log(`    ratio executor / CLI: ${e.ratio} (target ≤ 0.8) ${e.ratio <= 0.8 ? 'OK' : 'MISSED'}; as before: ${e.assembleRatio}`);
+  if (e !== undefined) {
+    const per = (values: number[]): string => `${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms`;
+    console.log(`  a build of ${result.steps} no-op steps (as \`berth exec\` runs it, without outputs), ${e.cliMs.length} rounds`);
+    console.log(`    docker network/volume create, ${result.steps} × docker run --rm --network NET -v VOL:/vela IMAGE true, rm: ${per(e.cliMs)}`);
+    console.log(`    executor, each step's container started ahead, held until its step runs: ${per(e.executorMs)}`);
+    console.log(`    executor, containers created ahead, started when their step runs:       ${per(e.createdMs)}`);
+    console.log(`    executor, every container set up in assembleBuild (before issue 28):   ${per(e.assembleMs)}`);
+    console.log(
+      `    ratio executor / CLI: ${e.ratio} (target ≤ 0.8) ${e.ratio <= 0.8 ? 'OK' : 'MISSED'}; created ahead: ${e.createdRatio}; before issue 28: ${e.assembleRatio}`,
+    );
+  }
+  console.log(`  load average at the end: ${loadAverage()}`);
+}
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }

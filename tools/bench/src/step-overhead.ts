@@ -1,10 +1,13 @@
 /**
- * Per-step overhead (issue 24 item 6, issue 28 item 2): a build of N quick steps (BENCH_STEPS, 10)
+ * Per-step overhead (issue 24 item 6, issue 28 item 2): a build of N quick steps (BENCH_STEPS, 10;
+ * each sleeps BENCH_STEP_SECONDS, 0 by default, between its first and last stamp)
  * run by the executor (`runBuild`, as a worker runs it) on Docker, kube-sim and, when
  * BERTH_REAL_KUBECONFIG names it, the real cluster (tools/kube-cluster); BENCH_BUILDS (2) builds per
- * runtime, BENCH_RUNTIMES (comma list of docker, docker-assemble, kube-sim, real) to pick;
- * docker-assemble is Docker with every container set up in assembleBuild, as before issue 28 item 2
- * (the executor now sets the steps' containers up in the background while the build runs).
+ * runtime, BENCH_RUNTIMES (comma list of docker, docker-created, docker-assemble, kube-sim, real) to
+ * pick (BENCH_RUNTIMES=docker,docker-created for Docker alone). docker starts each step's container
+ * ahead, held until its step runs (the runtime's heldStart); docker-created only creates it ahead and
+ * starts it when the step runs, as before the held start; docker-assemble sets every container up in
+ * assembleBuild, as before issue 28 item 2.
  *
  * What is measured, for each pair of consecutive steps i → i+1:
  *
@@ -40,18 +43,20 @@ import type { Runtime } from '@berth/runtime';
 import { dockerRuntime } from '@berth/runtime-docker';
 import { createKubernetesRuntime } from '@berth/runtime-kubernetes';
 import { KubeConfig, type V1ContainerStatus, type V1Pod, Watch } from '@kubernetes/client-node';
-import { setupInAssemble } from './docker-common.ts';
+import { setupInAssemble, withoutHeldStart } from './docker-common.ts';
 import { createNamespace, deleteNamespace } from './kube-namespace.ts';
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 10);
 const BUILDS = Number(process.env.BENCH_BUILDS ?? 2);
+/** How long each step runs (`sleep`), in seconds: 0 (quick steps) by default. */
+const STEP_SECONDS = Number(process.env.BENCH_STEP_SECONDS ?? 0);
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
 const CONTAINERD_LOG = process.env.BERTH_KUBE_CONTAINERD_LOG ?? '/var/lib/berth-kube/logs/containerd.log';
 const AUDIT_LOG = process.env.BERTH_KUBE_AUDIT_LOG ?? '/var/lib/berth-kube/logs/audit.log';
 const GOAL_DOCKER_MS = 100;
 const cluster = realCluster();
-const RUNTIMES = (process.env.BENCH_RUNTIMES ?? 'docker,docker-assemble,kube-sim,real')
+const RUNTIMES = (process.env.BENCH_RUNTIMES ?? 'docker,docker-created,docker-assemble,kube-sim,real')
   .split(',')
   .filter((r) => r !== 'real' || cluster.kubeconfig !== undefined);
 
@@ -133,7 +138,12 @@ function recorder(steps: Map<string, StepTimes>): Reporter {
 
 function makeBuild(n: number) {
   const steps = Array.from({ length: STEPS }, (_, i) =>
-    emptyContainer({ name: `s${i}`, image: IMAGE, pull: 'not_present', commands: ['cat /proc/uptime', `echo step-${i}`, 'cat /proc/uptime'] }),
+    emptyContainer({
+      name: `s${i}`,
+      image: IMAGE,
+      pull: 'not_present',
+      commands: ['cat /proc/uptime', `echo step-${i}`, ...(STEP_SECONDS > 0 ? [`sleep ${STEP_SECONDS}`] : []), 'cat /proc/uptime'],
+    }),
   );
   return prepareBuild(emptyBuild({ steps }), { org: 'bench', repo: 'overhead', number: n });
 }
@@ -170,10 +180,13 @@ async function openLane(name: string): Promise<Lane> {
   const workerId = `bench-overhead-${name}-${process.pid}`;
   const [ctx, cancel] = withTimeout(background(), 60_000);
   try {
-    if (name === 'docker' || name === 'docker-assemble') {
+    if (name === 'docker' || name === 'docker-created' || name === 'docker-assemble') {
       const runtime = await dockerRuntime().create(ctx, { workerId });
-      // docker-assemble: every container set up in assembleBuild, as before issue 28 (setupWhileRunning hidden).
-      return { runtime: name === 'docker' ? runtime : setupInAssemble(runtime), close: () => runtime.close() };
+      // docker-created: each step's container created ahead and started when the step runs, as before
+      // the held start (heldStart hidden); docker-assemble: every container set up in assembleBuild,
+      // as before issue 28 (setupWhileRunning hidden too).
+      const lane = name === 'docker' ? runtime : name === 'docker-created' ? withoutHeldStart(runtime) : setupInAssemble(withoutHeldStart(runtime));
+      return { runtime: lane, close: () => runtime.close() };
     }
     const options = { pauseImage: PAUSE, pendingTimeoutMs: 120_000 };
     if (name === 'kube-sim') {
@@ -358,7 +371,9 @@ const results = new Map<string, Transition[]>();
 for (const name of RUNTIMES) results.set(name, await measure(name));
 
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-console.log(`\nPer-step overhead: builds of ${STEPS} quick steps through the executor, ${BUILDS} builds per runtime, ms p50 / p95 (load average ${load})\n`);
+console.log(
+  `\nPer-step overhead: builds of ${STEPS} ${STEP_SECONDS > 0 ? `${STEP_SECONDS} s` : 'quick'} steps through the executor, ${BUILDS} builds per runtime, ms p50 / p95 (load average ${load})\n`,
+);
 console.log("| runtime | transitions | exit → next step's first log chunk | reported finished → next first chunk | goal |");
 console.log('| --- | ---: | ---: | ---: | --- |');
 for (const [name, ts] of results) {

@@ -24,7 +24,7 @@ export const BUILTIN_RUNTIMES: readonly BuiltinRuntime[] = [
     packageName: '@berth/runtime-docker',
     description: 'containers on a Docker engine (DOCKER_HOST or /var/run/docker.sock)',
     options: { socketPath: 'string', host: 'string', cpus: 'number', memoryBytes: 'number', pidsLimit: 'number', dropCapabilities: 'list' },
-    load: async (options) => declaring((await import('@berth/runtime-docker')).dockerRuntime(options), ['outputs', 'hostWorkspace']),
+    load: async (options) => declaring((await import('@berth/runtime-docker')).dockerRuntime(options), ['outputs', 'hostWorkspace', 'heldStart']),
     exports: async () => import('@berth/runtime-docker'),
   },
   {

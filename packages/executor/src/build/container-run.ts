@@ -40,6 +40,13 @@ export class ContainerRun {
   prefetch = false;
   /** The late setup under way or done; settles once setupContainer did (`created` is then set). */
   creating: Promise<void> | undefined;
+  /**
+   * Its container was started held ahead of the step (the runtime's `heldStart`, build/steps.ts
+   * setUpAhead) and not released yet: execStep releases it instead of running it.
+   */
+  held = false;
+  /** Gives back the place its held start took in its chain (released, removed, or not held after all). Idempotent. */
+  unhold: (() => void) | undefined;
 
   constructor(kind: TargetKind, container: Container, stage?: string) {
     this.kind = kind;

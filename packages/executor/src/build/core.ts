@@ -16,7 +16,7 @@ import { isFinal } from '../status.ts';
 import { BuildSecrets } from './build-secrets.ts';
 import { describeRuntimeError } from './checks.ts';
 import { ContainerRun, copyBuild } from './container-run.ts';
-import { type BuildContextState, type Deferred, untilDone } from './contexts.ts';
+import { type BuildContextState, type Deferred, deferred, untilDone } from './contexts.ts';
 import { type DestroyOptions, removeContainerOf } from './destroy.ts';
 import { prepareEnvironment, type WorkerVariables } from './environment.ts';
 import { LogStreams } from './log-streams.ts';
@@ -47,6 +47,8 @@ export class BuildCore {
   readonly stageDone = new Map<string, Deferred>();
   /** Set when exec is over (or destroy began): no container is set up ahead any more (build/steps.ts setUpAhead). */
   aheadStopped = false;
+  /** Resolves when {@link aheadStopped} is set: wakes a chain waiting for a place for a held start. */
+  readonly aheadOver = deferred();
   reportCtx: Context = background();
   execCtx: Context | undefined;
   contexts: BuildContextState | undefined;
@@ -89,6 +91,12 @@ export class BuildCore {
       streamGraceMs: this.streamGraceMs,
       secretsFor: (run) => this.secrets.valuesFor(run.container),
     });
+  }
+
+  /** No container is set up ahead any more (exec is over, or destroy began). */
+  stopAhead(): void {
+    this.aheadStopped = true;
+    this.aheadOver.resolve();
   }
 
   /** Records the ctx a lifecycle method was called with (the exec ctx). */

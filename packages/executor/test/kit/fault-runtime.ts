@@ -76,6 +76,8 @@ interface InjectedFault {
 const ERROR_CODES: Partial<Record<RuntimeMethod, RuntimeErrorCode[]>> = {
   setupContainer: ['ImagePullFailed', 'ImageNotFound', 'Unavailable', 'Internal'],
   runContainer: ['ContainerFailed', 'Unavailable', 'Internal'],
+  holdContainer: ['ImageNotFound', 'ContainerFailed', 'Unavailable', 'Internal'],
+  releaseContainer: ['ContainerFailed', 'Unavailable'],
   waitContainer: ['ContainerFailed', 'Unavailable'],
   createImage: ['ImagePullFailed', 'Unavailable'],
 };

@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { background, type Context } from '@berth/context';
 import type { Build } from '@berth/pipeline';
-import type { Runtime } from '@berth/runtime';
+import { type Runtime, supportsHeldStart } from '@berth/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../src/executor.ts';
 import { type BuildResult, runBuild } from '../../src/run-build.ts';
@@ -200,12 +200,16 @@ describe.each(RUNTIMES)('on %s', { timeout: 240_000 }, (name) => {
     expect(reporter.log('on-failure')).toBe('$ echo cleanup-1\ncleanup-1\n$ echo cleanup-2\ncleanup-2\n');
     expect(reporter.log('skipped')).toBe('');
     expect(calls).not.toContain('runContainer skipped');
+    expect(calls).not.toContain('releaseContainer skipped');
     if (rt.runtime.setupWhileRunning === true) {
-      const setUp = calls.indexOf('setupContainer skipped');
+      // With the held start (contract 1.4) a step's container is held ahead and released when it runs.
+      const held = supportsHeldStart(rt.runtime);
+      const setUp = calls.indexOf(held ? 'holdContainer skipped' : 'setupContainer skipped');
       const removed = calls.indexOf('removeContainer skipped');
+      const runs = held ? 'releaseContainer' : 'runContainer';
       expect(setUp).toBeGreaterThan(calls.findIndex((c) => c.startsWith('assembleBuild')));
-      expect(removed).toBeGreaterThan(Math.max(setUp, calls.indexOf('runContainer fails')));
-      expect(removed).toBeLessThan(calls.indexOf('runContainer on-failure'));
+      expect(removed).toBeGreaterThan(Math.max(setUp, calls.indexOf(`${runs} fails`)));
+      expect(removed).toBeLessThan(calls.indexOf(`${runs} on-failure`));
     }
     expect(await leftovers()).toEqual([]);
   });
