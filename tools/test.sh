@@ -21,8 +21,9 @@
 #      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
 #        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
 #        (runtime-kubernetes) that do not use the real cluster; BERTH_TEST_WORKERS (default 2) of
-#        a package's test files at once (vitest.shared.ts). Those files mostly wait on Docker,
-#        kube-sim and child processes: two at once took kube-sim's tests from 264 s to 126 s.
+#        a package's test files at once (vitest.shared.ts; runtime-kubernetes keeps one, see its
+#        vitest.config.ts). Those files mostly wait on Docker, kube-sim and child processes: two at
+#        once took kube-sim's tests from 264 s to 126 s, the worker's from ~390 s to ~160 s.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
