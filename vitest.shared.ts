@@ -10,6 +10,9 @@
 //   its real-cluster files (`realClusterFiles`): with BERTH_TEST_LANE=cluster only those run, with
 //   BERTH_TEST_LANE=local only the others, each lane writing its own report (`<name>.<lane>.json`);
 //   BERTH_TEST_LANE=alone is the cluster lane's files again, for the cases run alone after it.
+// - BERTH_TEST_WORKERS, when set, is how many of a package's test files run at once (vitest's
+//   maxWorkers; its default is one less than the cores, so 1 on a 2-core machine). The test command
+//   sets it for its local lane: those files mostly wait on Docker, kube-sim and child processes.
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
@@ -35,6 +38,9 @@ export function berthVitestConfig(packageDir: string, overrides: ViteUserConfig[
       : lane === 'local'
         ? { include: INCLUDE, exclude: [...configDefaults.exclude, ...(options.realClusterFiles ?? [])], passWithNoTests: true }
         : { include: INCLUDE };
+  const workers = process.env.BERTH_TEST_WORKERS;
+  if (workers !== undefined && workers !== '' && !/^[1-9][0-9]*$/.test(workers))
+    throw new Error(`BERTH_TEST_WORKERS is "${workers}": use a whole number of test files at once (1 or more), or leave it unset`);
   const reportName = manifest.name.replace(/^@/, '').replace(/\//g, '__') + (lane === undefined ? '' : `.${lane}`);
   return defineConfig({
     resolve: { conditions: ['@berth/source'] },
@@ -45,6 +51,7 @@ export function berthVitestConfig(packageDir: string, overrides: ViteUserConfig[
       ...(reportDir ? { outputFile: { json: path.join(reportDir, `${reportName}.json`) } } : {}),
       testTimeout: 30_000,
       hookTimeout: 60_000,
+      ...(workers ? { maxWorkers: Number(workers) } : {}),
       ...overrides,
     },
   });

@@ -72,7 +72,8 @@ const expectFailures = (names: string[]): string[] => {
   return [...names].sort();
 };
 
-describe('the conformance suite fails a broken runtime', () => {
+// Each case is a child vitest of its own, mostly waiting on the dummy's timers: they run at once.
+describe.concurrent('the conformance suite fails a broken runtime', () => {
   it('a runtime whose log streams drop their last line fails every case that reads logs, and only those', async () => {
     const { failed, passed, skipped, undeclared } = await runBroken('drop-last-line');
     expect(failed).toEqual(

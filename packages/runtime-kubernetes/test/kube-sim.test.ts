@@ -19,13 +19,26 @@ function readPod(name: string): Promise<unknown> {
   return fx.core().readNamespacedPod({ namespace: 'default', name });
 }
 
+/** Builds at once in each of the two batches under faults: 5 (10 builds); FAULT_BATCH=10 runs 20. */
+const BATCH = Number(process.env.FAULT_BATCH ?? 5);
+
 describe('under API faults', () => {
-  it('20 builds of 5 steps report every exit code while watches drop every 2 s, a 410 and 500s on list hit', async () => {
+  it(`${2 * BATCH} builds of 5 steps report every exit code while watches drop every 2 s, a 410 and 500s on list hit`, async () => {
     // Every step is a container start in kube-sim's Docker (3-4 s each on a 2-core machine): the
     // pending timeout is raised so a slow start is not mistaken for a stuck pod.
     const runtime = await runtimeFor({}, { pendingTimeoutMs: 300_000 });
     fx.sim().faults.set({ closeWatchesEverySeconds: 2 });
     const exitOf = (b: number, i: number): number => (b * 5 + i) % 4;
+    // The faults come after a share of the steps ended, not after a fixed time: they land while the
+    // builds run however fast the machine is.
+    let stepsDone = 0;
+    let allEnded = false;
+    const afterSteps = async (n: number): Promise<void> => {
+      while (stepsDone < n) {
+        if (allEnded) throw new Error(`the builds ended after ${stepsDone} steps, before the fault due after ${n}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
     const runBuild = async (b: number): Promise<{ exits: number[]; logs: string[] }> => {
       const { build, steps } = buildOf(5, (i) => [`echo build-${b}-step-${i}`, `exit ${exitOf(b, i)}`]);
       const [ctx, cancel] = withTimeout(background(), 300_000);
@@ -37,6 +50,7 @@ describe('under API faults', () => {
           const result = await runToCompletion(runtime, build, step, { ctx });
           exits.push(result.exit.exitCode);
           logs.push(result.logs);
+          stepsDone++;
         }
         await teardownBuild(ctx, runtime, build);
         return { exits, logs };
@@ -44,19 +58,25 @@ describe('under API faults', () => {
         cancel();
       }
     };
-    // Faults while the batches run: a 410 on a watch (relist), then 500s on lists and watches (restarts).
+    // Faults while the batches run: a 410 on a watch (relist) a fifth of the steps in, then 500s on
+    // lists and watches (restarts) at three fifths, in the second batch.
+    const totalSteps = 2 * BATCH * 5;
     const chaos = (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      await afterSteps(Math.round(totalSteps / 5));
       fx.sim().faults.set({ failRequests: { count: 1, code: 410, verbs: ['watch'] }, closeWatchesNow: true });
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      await afterSteps(Math.round((totalSteps * 3) / 5));
       fx.sim().faults.set({ failRequests: { count: 4, code: 500, verbs: ['list', 'watch'] }, closeWatchesNow: true });
     })();
     const results: { exits: number[]; logs: string[] }[] = [];
     const started = performance.now();
-    for (let batch = 0; batch < 2; batch++) {
-      results.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => runBuild(batch * 10 + k)))));
+    try {
+      for (let batch = 0; batch < 2; batch++) {
+        results.push(...(await Promise.all(Array.from({ length: BATCH }, (_, k) => runBuild(batch * BATCH + k)))));
+      }
+    } finally {
+      allEnded = true;
     }
-    console.log(`20 builds x 5 steps under faults: ${Math.round((performance.now() - started) / 1000)} s`);
+    console.log(`${2 * BATCH} builds x 5 steps under faults: ${Math.round((performance.now() - started) / 1000)} s`);
     await chaos;
     results.forEach((result, b) => {
       expect(result.exits, `build ${b}`).toEqual([0, 1, 2, 3, 4].map((i) => exitOf(b, i)));

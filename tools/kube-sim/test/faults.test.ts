@@ -144,6 +144,10 @@ describe('faults', () => {
 
 describe('counters', () => {
   it('count every API request exactly once by verb, resource and subresource, open watches and log bytes', async () => {
+    // The stopped informer of an earlier test may have opened one more watch after its back-off
+    // (@kubernetes/client-node cache.js ListWatch.doneHandler checks `stopped` before the delay, not
+    // after), which its 30 s client timeout would end: close it now (stopped, it does not reconnect).
+    t.sim.faults.closeWatches();
     await waitFor('no watch open', () => snap().watches.open === 0);
     t.sim.counters.reset();
     await t.core.createNamespacedPod({ namespace: ns, body: pod('counted', { args: ['echo', 'hello'] }) });
