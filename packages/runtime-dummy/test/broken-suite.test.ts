@@ -96,6 +96,7 @@ describe.concurrent('the conformance suite fails a broken runtime', () => {
         'delivers 50 MiB of output completely and in order while the reader holds little memory',
         'a log stream is destroyed with Canceled within 1 s of its ctx being cancelled',
         'a detached service is reachable by its name from a step of the same build',
+        "a held container runs nothing and logs nothing until released; then its log is the whole output and its exit the script's",
         'the steps of one build share its workspace',
         "two builds running at the same time do not see each other's workspace",
         'outputs: files steps write to /vela/outputs are shared by the build and read through its containers',

@@ -16,7 +16,7 @@ export function heldStartCases(): ConformanceCase[] {
   return [
     {
       group: 'heldStart',
-      name: 'a held container runs nothing and logs nothing until released; then its log is the whole output and its exit the script’s',
+      name: "a held container runs nothing and logs nothing until released; then its log is the whole output and its exit the script's",
       capabilities: [],
       optional: 'heldStart',
       async run(h) {
