@@ -13,7 +13,8 @@
 #   cluster.sh running  exit 0 when the cluster runs and answers (quiet)
 #   cluster.sh restart-apiserver TERM|KILL
 #                       stop kube-apiserver with that signal, then start it again (tests of a
-#                       restart mid-build); waits until it answers
+#                       restart mid-build); waits until it answers. After SIGTERM the new one
+#                       starts once the old one stopped listening, while the old one drains
 #   cluster.sh import IMAGE…  copy images of the Docker engine into the cluster's containerd (when changed)
 #   cluster.sh env      KUBECONFIG=… lines for the test kubeconfig (user `berth`, in the audit log)
 #
@@ -412,7 +413,9 @@ cmd_stop() {
       sleep 0.25
     done
   fi
-  for c in kube-scheduler kube-controller-manager kubelet kube-apiserver etcd; do stop_pid "$c"; done
+  # An apiserver still draining after `restart-apiserver TERM` (its pid only if it is still one).
+  [ "$(cat "/proc/$(pid_of kube-apiserver-draining)/comm" 2>/dev/null)" = kube-apiserver ] || rm -f "$run/kube-apiserver-draining.pid"
+  for c in kube-scheduler kube-controller-manager kubelet kube-apiserver-draining kube-apiserver etcd; do stop_pid "$c"; done
   # What the kubelet did not stop: every task and sandbox of this containerd.
   if alive containerd; then
     local task
@@ -458,9 +461,25 @@ case "${1:-}" in
     alive kube-apiserver || fail "kube-apiserver is not running: bash tools/kube-cluster/cluster.sh start"
     pid=$(pid_of kube-apiserver)
     kill -"$signal" "$pid"
-    # A graceful stop drains in-flight requests first; a killed one is gone at once.
-    for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-    kill -KILL "$pid" 2>/dev/null || true
+    if [ "$signal" = TERM ]; then
+      # A graceful stop: kube-apiserver stops listening at once, then drains what it serves (open
+      # watches and log follows, up to its 60 s shutdown timeout). The new one starts as soon as the
+      # port is free and takes the new connections while the old one drains, as an HA apiserver's
+      # replacement would. Waiting for the old one to exit first kept the API away for over a
+      # minute: client-go's reflectors back off up to 30 s (doubled by jitter) while it is away, and
+      # kube-scheduler then bound no new pod for 50-70 s after the restart.
+      for ((i = 0; i < 240; i++)); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.25
+      done
+      # `stop` stops it too if it still drains then.
+      kill -0 "$pid" 2>/dev/null && echo "$pid" >"$run/kube-apiserver-draining.pid"
+    else
+      # A killed one is gone at once.
+      for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
     rm -f "$run/kube-apiserver.pid"
     start_apiserver
     say "kube-apiserver restarted after SIG$signal (pid $(pid_of kube-apiserver))"

@@ -1,6 +1,7 @@
 // The apiserver restarted mid-build on the real cluster (issue 24, item 7): stopped with SIGTERM
-// (a graceful stop drains first) and with SIGKILL (a crash), then started again by
-// tools/kube-cluster/cluster.sh while a step writes its log. The runtime's watches re-list and
+// (a graceful stop: the old apiserver stops listening and drains its watches and log follows while
+// the new one, started by tools/kube-cluster/cluster.sh as soon as the port is free, takes the new
+// connections) and with SIGKILL (a crash, then started again) while a step writes its log. The runtime's watches re-list and
 // reopen, its log follow resumes from the last timestamp: every line arrives once, in order, the
 // exit code too, and no pod is left.
 //
