@@ -16,14 +16,15 @@
 #  10. typecheck and lint of every package            (turbo)
 #  11. every package's tests, each writing a JSON report, in two lanes at once:
 #      - the cluster lane: the packages whose tests use the real cluster (those that depend on
-#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 1: with the local lane beside it, two more test processes made the real-cluster timings flake) at a time; then the two
-#        cases that need the cluster alone (log rotation, the apiserver restarted);
+#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 1: with the local lane beside it, two more test processes made the real-cluster timings flake) at a time;
 #      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
 #        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
 #        (runtime-kubernetes) that do not use the real cluster; BERTH_TEST_WORKERS (default 2) of
 #        a package's test files at once (vitest.shared.ts; runtime-kubernetes keeps one, see its
 #        vitest.config.ts). Those files mostly wait on Docker, kube-sim and child processes: two at
 #        once took kube-sim's tests from 264 s to 126 s, the worker's from ~390 s to ~160 s.
+#      Then, after both lanes, the two cases that need the cluster alone (log rotation, the
+#      apiserver restarted).
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -126,16 +127,8 @@ else
   # The cluster lane runs in the background, in its own process group (stopped with the command).
   set -m
   (
-    status=0
-    BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}" || status=1
-    # Two real-cluster cases run alone on the cluster, one after the other, after every other
-    # package of this lane (their report joins the others in the summary): twenty 50 MiB logs
-    # through the one kubelet (log rotation), and the apiserver restarted mid-build, which takes
-    # the whole cluster's API away for seconds. The local lane never uses the real cluster.
-    step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-    # Their reports: berth__runtime-kubernetes.alone.json and .alone.files.json (vitest.shared.ts).
-    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
+    BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}"
+    status=$?
     echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
     exit $status
   ) </dev/null &
@@ -147,6 +140,16 @@ else
   echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
   wait "$cluster_lane" || test_status=1
   if $cluster_started; then trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM; else trap - INT TERM; fi
+  # Two real-cluster cases run alone, after both lanes (their report joins the others in the
+  # summary): twenty 50 MiB logs through the one kubelet (log rotation), and the apiserver restarted
+  # mid-build, which takes the whole cluster's API away for seconds. Run beside the local lane, they
+  # took the CPU the kube-sim cases of runtime-kubernetes need (kube-sim carries every log byte in
+  # the test's process): a fresh-clone run failed the 50 MiB case's memory bound and a kube-sim
+  # rotation case there.
+  step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+  # Their reports: berth__runtime-kubernetes.alone.json and .alone.files.json (vitest.shared.ts).
+  (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+    test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) </dev/null || test_status=1
 fi
 echo "[tests] $(($(date +%s) - tests_started)) s"
 
