@@ -23,8 +23,8 @@
 #        a package's test files at once (vitest.shared.ts; runtime-kubernetes keeps one, see its
 #        vitest.config.ts). Those files mostly wait on Docker, kube-sim and child processes: two at
 #        once took kube-sim's tests from 264 s to 126 s, the worker's from ~390 s to ~160 s.
-#      Then, after both lanes, the two cases that need the cluster alone (log rotation, the
-#      apiserver restarted).
+#      The cluster lane then runs the two cases that need the cluster alone (log rotation, the
+#      apiserver restarted), once runtime-kubernetes' local files (the local lane's first) are done.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -34,8 +34,16 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$BERTH_ROOT"
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 TURBO_NO_UPDATE_NOTIFIER=1
-step() { printf '\n==> %s\n' "$*"; }
 started=$(date +%s)
+# Each step's time, printed before the summary ("where the time went"): the step's name up to " (".
+step_times=() step_name="" step_at=$started
+step() {
+  local now
+  now=$(date +%s)
+  [ -n "$step_name" ] && step_times+=("${step_name%% (*} $((now - step_at)) s")
+  step_name=$* step_at=$now
+  printf '\n==> %s\n' "$*"
+}
 
 step "bootstrap (Node 24, pnpm, dependencies)"
 bash tools/bootstrap.sh || { echo "bootstrap failed: see the lines above" >&2; exit 1; }
@@ -125,31 +133,40 @@ if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@
   test_status=$?
 else
   # The cluster lane runs in the background, in its own process group (stopped with the command).
+  # After its packages, it runs the two real-cluster cases that need the cluster alone: twenty-odd
+  # 50 MiB logs through the one kubelet (log rotation), and the apiserver restarted mid-build, which
+  # takes the whole cluster's API away for seconds. They wait for runtime-kubernetes' local files
+  # too, which the local lane runs first: those carry every log byte of their kube-sim cases in the
+  # test's process, and beside the alone cases a fresh-clone run failed the 50 MiB case's memory
+  # bound and a kube-sim rotation case. Their reports: berth__runtime-kubernetes.alone.json and
+  # .alone.files.json (vitest.shared.ts).
+  rk_local_done="$(mktemp -u)"
   set -m
   (
     BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}"
     status=$?
     echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
+    while [ ! -e "$rk_local_done" ]; do sleep 2; done
+    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
+    echo "[tests] cluster lane and its alone cases done after $(($(date +%s) - tests_started)) s"
     exit $status
   ) </dev/null &
   cluster_lane=$!
   set +m
-  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
-  BERTH_TEST_LANE=local BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${local_filters[@]}"
-  test_status=$?
+  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; rm -f "$rk_local_done"; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
+  local_lane() {
+    BERTH_TEST_LANE=local BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "$@"
+  }
+  test_status=0
+  local_lane --filter=@berth/runtime-kubernetes || test_status=1
+  touch "$rk_local_done"
+  local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes || test_status=1
   echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
   wait "$cluster_lane" || test_status=1
+  rm -f "$rk_local_done"
   if $cluster_started; then trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM; else trap - INT TERM; fi
-  # Two real-cluster cases run alone, after both lanes (their report joins the others in the
-  # summary): twenty 50 MiB logs through the one kubelet (log rotation), and the apiserver restarted
-  # mid-build, which takes the whole cluster's API away for seconds. Run beside the local lane, they
-  # took the CPU the kube-sim cases of runtime-kubernetes need (kube-sim carries every log byte in
-  # the test's process): a fresh-clone run failed the 50 MiB case's memory bound and a kube-sim
-  # rotation case there.
-  step "real Kubernetes cluster, alone: log rotation (20 x 50 MiB), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
-  # Their reports: berth__runtime-kubernetes.alone.json and .alone.files.json (vitest.shared.ts).
-  (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-    test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) </dev/null || test_status=1
 fi
 echo "[tests] $(($(date +%s) - tests_started)) s"
 
@@ -159,4 +176,8 @@ if $cluster_started; then
   trap - INT TERM
 fi
 
+step_times+=("${step_name%% (*} $(($(date +%s) - step_at)) s")
+printf '\nwhere the time went: %s' "${step_times[0]}"
+printf '; %s' "${step_times[@]:1}"
+echo
 node tools/test-summary.ts "$BERTH_TEST_REPORT_DIR" "$test_status" "$(( $(date +%s) - started ))" "${failed_steps[@]}"
