@@ -237,6 +237,6 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     return closing;
   };
 
-  const logRotationStats = (): LogRotationStats => logs?.stats() ?? { rotations: 0, followsEndedAtRotation: 0, filesSkipped: 0 };
+  const logRotationStats = (): LogRotationStats => logs?.stats() ?? { rotations: 0, followsEndedAtRotation: 0, filesSkipped: 0, recordsMeasured: 0 };
   return { url, kubeconfigPath, kubeconfig, token, caCert: tls.caCert, instanceId, faults, counters, logRotationStats, close };
 }

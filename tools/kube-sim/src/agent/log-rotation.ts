@@ -53,6 +53,15 @@ export interface LogRotationStats {
   followsEndedAtRotation: number;
   /** Follows that went on with the newest file past a file rotated while they were behind (that file's records were never sent). */
   filesSkipped: number;
+  /** Records the size checks counted: each check counts only the records written since the last one. */
+  recordsMeasured: number;
+}
+
+/** Docker's `since` for the records at or after the RFC 3339 timestamp `ts` (nanoseconds kept: the engine takes "seconds.nanoseconds"). */
+function dockerSince(ts: string): string {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts);
+  if (!m) return String(Math.max(0, Math.floor(Date.parse(ts) / 1000) - 1));
+  return `${Math.floor(Date.parse(`${m[1]}Z`) / 1000)}.${(m[2] ?? '').padEnd(9, '0')}`;
 }
 
 /** Rotates the logs of the sim's running containers; tells followers of a container when its log rotates. */
@@ -63,10 +72,17 @@ export class ContainerLogManager {
   readonly #running: (dockerId: string) => boolean;
   /** Docker id → timestamp of the latest rotation: the current file holds the records after it. */
   readonly #cuts = new Map<string, string>();
+  /**
+   * Docker id → the size of its current file as last measured, and the timestamp of the last
+   * record counted: each check reads only the records written since (the kubelet stats the file;
+   * reading Docker's whole log at every check made a check of a 50 MiB log take seconds of this
+   * process's CPU, and under load a step's log was not measured before the step exited).
+   */
+  readonly #measured = new Map<string, { size: number; lastRecord: string }>();
   readonly #listeners = new Map<string, Set<RotationListener>>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
-  readonly #stats: LogRotationStats = { rotations: 0, followsEndedAtRotation: 0, filesSkipped: 0 };
+  readonly #stats: LogRotationStats = { rotations: 0, followsEndedAtRotation: 0, filesSkipped: 0, recordsMeasured: 0 };
 
   /** `running` tells whether a Docker container is still a running container of a pod. */
   constructor(docker: Docker, instance: string, policy: LogRotationPolicy, running: (dockerId: string) => boolean) {
@@ -131,6 +147,8 @@ export class ContainerLogManager {
   async #rotateLogs(): Promise<void> {
     const filters = JSON.stringify({ label: [`${instanceLabel}=${this.#instance}`], status: ['running'] });
     const containers = await this.#docker.listContainers({ filters });
+    const running = new Set(containers.map((c) => c.Id));
+    for (const id of this.#measured.keys()) if (!running.has(id)) this.#measured.delete(id);
     for (const c of containers) {
       if (this.#stopped) return;
       // The sandbox (pause) container is no CRI container and has no log file.
@@ -143,25 +161,30 @@ export class ContainerLogManager {
 
   /** Size of the container's current log file (its records since the latest rotation, in the CRI format) and its last record's timestamp. */
   async #currentFile(dockerId: string): Promise<{ size: number; lastRecord: string | undefined }> {
-    const cut = this.#cuts.get(dockerId);
-    const since = cut === undefined ? undefined : Math.max(0, Math.floor(Date.parse(cut) / 1000) - 1);
+    const measured = this.#measured.get(dockerId);
+    // Records up to `after` are counted already (or in a rotated file).
+    const after = measured?.lastRecord ?? this.#cuts.get(dockerId);
+    const since = after === undefined ? undefined : dockerSince(after);
     const raw = (await this.#docker
       .getContainer(dockerId)
-      .logs({ stdout: true, stderr: true, timestamps: true, follow: false, ...(since === undefined ? {} : { since }) })) as unknown;
+      // dockerode types `since` as a number; the engine takes "seconds.nanoseconds" (timetypes.ParseTimestamps).
+      .logs({ stdout: true, stderr: true, timestamps: true, follow: false, ...(since === undefined ? {} : { since: since as unknown as number }) })) as unknown;
     const parser = new FrameParser();
-    let size = 0;
-    let lastRecord: string | undefined;
+    let size = measured?.size ?? 0;
+    let lastRecord = measured?.lastRecord;
     const add = (chunk: Buffer): void => {
       for (const payload of parser.push(chunk)) {
         const { ts, content } = splitRecord(payload);
-        if (cut !== undefined && ts <= cut) continue;
+        if (after !== undefined && ts <= after) continue;
         size += criRecordBytes(content);
         lastRecord = ts;
+        this.#stats.recordsMeasured++;
       }
     };
     if (Buffer.isBuffer(raw)) add(raw);
     else if (typeof raw === 'string') add(Buffer.from(raw, 'latin1'));
     else for await (const chunk of raw as Readable) add(chunk as Buffer);
+    if (lastRecord !== undefined) this.#measured.set(dockerId, { size, lastRecord });
     return { size, lastRecord };
   }
 
@@ -176,6 +199,7 @@ export class ContainerLogManager {
   #rotate(dockerId: string, lastRecord: string): void {
     if (!this.#running(dockerId)) return;
     this.#cuts.set(dockerId, lastRecord);
+    this.#measured.set(dockerId, { size: 0, lastRecord });
     this.#stats.rotations++;
     for (const listener of this.#listeners.get(dockerId) ?? []) listener(lastRecord);
   }
