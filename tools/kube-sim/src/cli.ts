@@ -2,7 +2,7 @@
 // kube-sim CLI: starts a kube-sim, prints the kubeconfig path, and prints the counters on exit.
 //
 //   node src/cli.ts [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N]
-//                   [--pull-backoff-ms N] [--relist-ms N] [--sync-waits-for-relist] [--lenient knob,knob]
+//                   [--pull-backoff-ms N] [--pull-backoff-max-ms N] [--relist-ms N] [--sync-waits-for-relist] [--lenient knob,knob]
 
 import { parseArgs } from 'node:util';
 import { startKubeSim, type LenientOptions } from './sim.ts';
@@ -14,6 +14,7 @@ const { values } = parseArgs({
     history: { type: 'string' },
     'bookmark-ms': { type: 'string' },
     'pull-backoff-ms': { type: 'string' },
+    'pull-backoff-max-ms': { type: 'string' },
     'history-window-ms': { type: 'string' },
     'relist-ms': { type: 'string' },
     'sync-waits-for-relist': { type: 'boolean' },
@@ -26,7 +27,7 @@ const lenientKnobs = ['retryFailedImageSwitch', 'parallelStarts', 'parallelPatch
 
 if (values.help) {
   console.log(
-    'usage: kube-sim [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N] [--pull-backoff-ms N] [--relist-ms N] [--sync-waits-for-relist] [--lenient knob,knob]',
+    'usage: kube-sim [--port N] [--dir DIR] [--history N] [--history-window-ms N] [--bookmark-ms N] [--pull-backoff-ms N] [--pull-backoff-max-ms N] [--relist-ms N] [--sync-waits-for-relist] [--lenient knob,knob]',
   );
   console.log(`lenient knobs (off by default; a real kubelet has none of them): ${lenientKnobs.join(', ')}`);
   console.log('A Kubernetes API TEST DOUBLE whose pods run in Docker. Prints the kubeconfig path; Ctrl-C prints the counters and cleans up.');
@@ -50,7 +51,14 @@ const sim = await startKubeSim({
   ...(values.dir ? { dir: values.dir } : {}),
   ...(values.history ? { historyLimit: num(values.history) } : {}),
   ...(values['bookmark-ms'] ? { bookmarkIntervalMs: num(values['bookmark-ms']) } : {}),
-  ...(values['pull-backoff-ms'] ? { imagePullBackoff: { initialMs: num(values['pull-backoff-ms']) } } : {}),
+  ...(values['pull-backoff-ms'] || values['pull-backoff-max-ms']
+    ? {
+        imagePullBackoff: {
+          ...(values['pull-backoff-ms'] ? { initialMs: Number(values['pull-backoff-ms']) } : {}),
+          ...(values['pull-backoff-max-ms'] ? { maxMs: Number(values['pull-backoff-max-ms']) } : {}),
+        },
+      }
+    : {}),
   ...(values['history-window-ms'] ? { historyWindowMs: num(values['history-window-ms']) } : {}),
   ...(values['relist-ms'] ? { statusRelistMs: num(values['relist-ms']) } : {}),
   ...(values['sync-waits-for-relist'] ? { syncWaitsForRelist: true } : {}),
