@@ -1,11 +1,9 @@
-import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { background } from '@berth/context';
-import { type Build, type Container, emptyBuild, emptyContainer } from '@berth/pipeline';
+import type { Build, Container } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerRuntime } from '../src/index.ts';
-import { BUSYBOX, suffix } from './engine.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { readAll, shellStep, useEngine } from './fixture.ts';
 import { EngineProxy } from './proxy.ts';
 
 /**
@@ -21,49 +19,33 @@ import { EngineProxy } from './proxy.ts';
  * (daemon/monitor.go `handleContainerExit`), and an inspect takes that lock (daemon/inspect.go).
  */
 const ctx = background();
-const run = suffix();
 const OUT_LINES = 400_000;
 const ERR_LINES = 200_000;
 const proxy = new EngineProxy();
-const runtimes: Runtime[] = [];
-let builds = 0;
+const fx = useEngine('attach', { options: { socketPath: proxy.path } });
 
 beforeAll(async () => {
   await proxy.open();
 });
-afterAll(async () => {
-  // A failed case leaves its build: remove everything of this run's worker id.
-  await runtimes[0]?.reap(ctx, `rd-attach-${run}`);
-  for (const runtime of runtimes) await runtime.close();
-  await proxy.dispose();
-});
+fx.onCleanup(() => proxy.dispose());
 
-async function newRuntime(logStallMs?: number): Promise<Runtime> {
-  const runtime = await dockerRuntime({ socketPath: proxy.path, stopGraceMs: 1_000, ...(logStallMs !== undefined ? { logStallMs } : {}) }).create(ctx, {
-    workerId: `rd-attach-${run}`,
-  });
-  runtimes.push(runtime);
-  return runtime;
-}
-
-async function newBuild(runtime: Runtime): Promise<Build> {
-  const build = emptyBuild({ id: `rdattach_${run}_${++builds}` });
-  await runtime.createNetwork(ctx, build);
-  await runtime.createVolume(ctx, build);
-  return build;
+/** A runtime through the proxy and a build on it. */
+async function newBuild(logStallMs?: number): Promise<{ runtime: Runtime; build: Build }> {
+  const runtime = await fx.newRuntime({}, logStallMs !== undefined ? { logStallMs } : {});
+  return { runtime, build: await fx.newBuild(runtime) };
 }
 
 /** A step whose first instruction writes `o1`…`oN` on stdout while `e1`…`eM` go to stderr. */
 function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES, first = ''): Container {
-  return emptyContainer({
-    id: `step_${build.id}_seq`,
-    name: 'seq',
-    image: BUSYBOX,
-    pull: 'never',
-    number: 1,
-    entrypoint: ['/bin/sh', '-c'],
-    commands: [`${first}seq 1 ${err} | sed 's/^/e/' >&2 & seq 1 ${out} | sed 's/^/o/'; wait`],
-  });
+  return shellStep(build, 'seq', `${first}seq 1 ${err} | sed 's/^/e/' >&2 & seq 1 ${out} | sed 's/^/o/'; wait`);
+}
+
+/** Sets `container` up and starts it: the number of requests the proxy had seen before the start. */
+async function start(runtime: Runtime, build: Build, container: Container): Promise<number> {
+  await runtime.setupContainer(ctx, container, build);
+  const before = proxy.requests.length;
+  await runtime.runContainer(ctx, container, build);
+  return before;
 }
 
 /** Checks that the log holds each stream's sequence whole: every line once, in order, nothing else. */
@@ -83,18 +65,6 @@ function expectWhole(log: string, outLines = OUT_LINES, errLines = ERR_LINES): v
   expect(firstMismatch(err, 'e', errLines)).toBe(-1);
 }
 
-/** Reads the stream; after its first chunk, `between` runs (a pause, a cut) before reading on. */
-async function read(stream: Readable, between?: () => Promise<void>): Promise<string> {
-  const chunks: Buffer[] = [];
-  let first = true;
-  for await (const chunk of stream) {
-    chunks.push(chunk as Buffer);
-    if (first && between) await between();
-    first = false;
-  }
-  return Buffer.concat(chunks).toString('latin1');
-}
-
 function endpoints(since: number): { attach: number; logs: number } {
   const lines = proxy.requests.slice(since);
   return { attach: lines.filter((l) => /^POST \/containers\/[^/]+\/attach\?/.test(l)).length, logs: lines.filter((l) => /\/logs\?/.test(l)).length };
@@ -102,13 +72,10 @@ function endpoints(since: number): { attach: number; logs: number } {
 
 describe('the live log through the attach (src/logs.ts)', () => {
   it('delivers a sequence written from the first instruction whole, through the attach alone', async () => {
-    const runtime = await newRuntime();
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild();
     const container = sequenceStep(build);
-    await runtime.setupContainer(ctx, container, build);
-    const before = proxy.requests.length;
-    await runtime.runContainer(ctx, container, build);
-    const log = read(await runtime.tailContainer(ctx, container));
+    const before = await start(runtime, build, container);
+    const log = readAll(await runtime.tailContainer(ctx, container));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
     expectWhole(await log);
     expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
@@ -116,13 +83,10 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('reads on from the log file, without a byte lost or repeated, when a slow reader made it give the attach up', async () => {
-    const runtime = await newRuntime(200);
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild(200);
     const container = sequenceStep(build);
-    await runtime.setupContainer(ctx, container, build);
-    const before = proxy.requests.length;
-    await runtime.runContainer(ctx, container, build);
-    const log = read(await runtime.tailContainer(ctx, container), () => sleep(1_500));
+    const before = await start(runtime, build, container);
+    const log = readAll(await runtime.tailContainer(ctx, container), () => sleep(1_500));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
     expectWhole(await log);
     expect(endpoints(before)).toMatchObject({ attach: 1 });
@@ -131,16 +95,13 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('keeps the attach for a slow reader once the container ended (it holds nothing any more)', async () => {
-    const runtime = await newRuntime(200);
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild(200);
     // ~150 KB: more than the reader's buffer, less than the engine's and the socket's.
     const container = sequenceStep(build, 20_000, 5_000);
-    await runtime.setupContainer(ctx, container, build);
-    const before = proxy.requests.length;
-    await runtime.runContainer(ctx, container, build);
+    const before = await start(runtime, build, container);
     const stream = await runtime.tailContainer(ctx, container);
     const exited = runtime.waitContainer(ctx, container);
-    const log = read(stream, async () => {
+    const log = readAll(stream, async () => {
       await exited;
       await sleep(1_000);
     });
@@ -151,14 +112,11 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('reads on from the log file, without a byte lost or repeated, when the attach connection drops mid-stream', async () => {
-    const runtime = await newRuntime();
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild();
     const container = sequenceStep(build);
-    await runtime.setupContainer(ctx, container, build);
-    const before = proxy.requests.length;
-    await runtime.runContainer(ctx, container, build);
+    const before = await start(runtime, build, container);
     let cut = 0;
-    const log = read(await runtime.tailContainer(ctx, container), () => {
+    const log = readAll(await runtime.tailContainer(ctx, container), () => {
       cut = proxy.cutWhere(/\/attach\?/);
       return Promise.resolve();
     });
@@ -170,14 +128,11 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('reads the whole log from the file when the attach is cut before the container wrote anything', async () => {
-    const runtime = await newRuntime();
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild();
     const container = sequenceStep(build, OUT_LINES, ERR_LINES, 'sleep 1; ');
-    await runtime.setupContainer(ctx, container, build);
-    const before = proxy.requests.length;
-    await runtime.runContainer(ctx, container, build);
+    const before = await start(runtime, build, container);
     expect(proxy.cutWhere(/\/attach\?/)).toBe(1);
-    const log = read(await runtime.tailContainer(ctx, container));
+    const log = readAll(await runtime.tailContainer(ctx, container));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
     expectWhole(await log);
     expect(endpoints(before).logs).toBeGreaterThan(0);
@@ -185,13 +140,11 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('does not hold a container nobody tails: it ends, and a tail opened afterwards has the whole log', async () => {
-    const runtime = await newRuntime(200);
-    const build = await newBuild(runtime);
+    const { runtime, build } = await newBuild(200);
     const container = sequenceStep(build);
-    await runtime.setupContainer(ctx, container, build);
-    await runtime.runContainer(ctx, container, build);
+    await start(runtime, build, container);
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await read(await runtime.tailContainer(ctx, container)));
+    expectWhole(await readAll(await runtime.tailContainer(ctx, container)));
     await runtime.removeBuild(ctx, build);
   });
 });

@@ -1,7 +1,7 @@
 import { background } from '@berth/context';
 import { runtimeConformance } from '@berth/runtime-conformance';
 import { dockerRuntime } from '../src/index.ts';
-import { privilegedUnsupported } from './engine.ts';
+import { privilegedUnsupported } from './fixture.ts';
 
 // Skipped only when this engine cannot start privileged containers at all (some sandboxes), with its message.
 const privileged = await privilegedUnsupported();

@@ -7,23 +7,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { background, sleep, withCancel, withTimeout } from '@berth/context';
-import { type Build, emptyBuild, emptyContainer } from '@berth/pipeline';
+import { type Build, emptyBuild } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
-import { afterEach, describe, expect, it } from 'vitest';
-import { dockerRuntime } from '../src/index.ts';
-import { BUSYBOX, suffix } from './engine.ts';
+import { describe, expect, it } from 'vitest';
+import { step, useEngine } from './fixture.ts';
 import { HoldingProxy } from './holding-proxy.ts';
 
-const workerId = `rd-late-${suffix()}`;
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const fx = useEngine('late', { after: 'each' });
 
 function left(kind: 'network' | 'volume' | 'container'): string {
   const args = kind === 'container' ? ['ps', '-aq'] : [kind, 'ls', '-q'];
-  return execFileSync('docker', [...args, '--filter', `label=berth.dev/worker=${workerId}`], { encoding: 'utf8' }).trim();
+  return execFileSync('docker', [...args, '--filter', `label=berth.dev/worker=${fx.workerId}`], { encoding: 'utf8' }).trim();
 }
 
 /**
@@ -33,15 +27,9 @@ function left(kind: 'network' | 'volume' | 'container'): string {
 async function lateCreate(create: (runtime: Runtime, ctx: ReturnType<typeof withCancel>[0], build: Build) => Promise<void>, request: RegExp): Promise<void> {
   const proxy = new HoldingProxy();
   await proxy.open();
-  cleanups.push(() => proxy.dispose());
-  const runtime = await dockerRuntime({ socketPath: proxy.path, stopGraceMs: 500 }).create(background(), { workerId });
-  cleanups.push(async () => {
-    const direct = await dockerRuntime({ stopGraceMs: 500 }).create(background(), { workerId });
-    await direct.reap(background(), workerId);
-    await direct.close();
-    await runtime.close();
-  });
-  const build = emptyBuild({ id: `rdlate_${suffix()}` });
+  fx.onCleanup(() => proxy.dispose());
+  const runtime = await fx.newRuntime({}, { socketPath: proxy.path, stopGraceMs: 500 });
+  const build = emptyBuild({ id: fx.buildId() });
   proxy.hold(request);
   const [ctx, cancel] = withCancel(background());
   const creating = create(runtime, ctx, build);
@@ -75,11 +63,7 @@ describe('a create the engine finishes after its caller was cancelled', () => {
   });
 
   it('setupContainer: removeBuild still removes the container', async () => {
-    await lateCreate(
-      (runtime, ctx, build) =>
-        runtime.setupContainer(ctx, emptyContainer({ id: `step_${build.id}_late`, name: 'late', image: BUSYBOX, pull: 'never', commands: ['true'] }), build),
-      /^POST \S*\/containers\/create/,
-    );
+    await lateCreate((runtime, ctx, build) => runtime.setupContainer(ctx, step(build, 'late', { commands: ['true'] }), build), /^POST \S*\/containers\/create/);
     expect(left('container')).toBe('');
   });
 });

@@ -2,100 +2,42 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { background, type Context, withCancel, withTimeout } from '@berth/context';
 import { expectNoAsyncLeaks, listenerCount } from '@berth/context/testing';
-import { type Build, type Container, emptyBuild, emptyContainer } from '@berth/pipeline';
-import { isRuntimeError, LABELS, type Runtime, type RuntimeConfig, RuntimeError, type RuntimeEvent } from '@berth/runtime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emptyBuild } from '@berth/pipeline';
+import { isRuntimeError, LABELS, type Runtime, type RuntimeConfig, type RuntimeError, type RuntimeEvent } from '@berth/runtime';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { dockerRuntime, type DockerRuntimeOptions } from '../src/index.ts';
-import { BUSYBOX, engine, PAUSE, suffix } from './engine.ts';
+import { engine, PAUSE, readAll, rejection, runToEnd, shellStep, step, suffix, useEngine } from './fixture.ts';
 import { EngineProxy } from './proxy.ts';
 
 const ctx = background();
 const docker = engine();
-const run = suffix();
-const workerId = `rd-test-${run}`;
+const events: RuntimeEvent[] = [];
+const fx = useEngine('docker', { config: { onEvent: (e) => events.push(e) } });
+const { run, workerId } = fx;
 const hostRo = mkdtempSync(path.join(os.tmpdir(), 'berth-rd-ro-'));
 const hostRw = mkdtempSync(path.join(os.tmpdir(), 'berth-rd-rw-'));
 writeFileSync(path.join(hostRo, 'hello.txt'), 'from the host\n');
 chmodSync(hostRw, 0o777);
-
-const events: RuntimeEvent[] = [];
-const runtimes: Runtime[] = [];
-let builds = 0;
-
-async function newRuntime(config: Partial<RuntimeConfig> = {}, options: DockerRuntimeOptions = {}): Promise<Runtime> {
-  const runtime = await dockerRuntime({ stopGraceMs: 1_000, ...options }).create(ctx, { workerId, onEvent: (e) => events.push(e), ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
-
-async function newBuild(runtime: Runtime): Promise<Build> {
-  const build = emptyBuild({ id: `rdtest_${run}_${++builds}` });
-  await runtime.setupBuild(ctx, build);
-  await runtime.createNetwork(ctx, build);
-  await runtime.createVolume(ctx, build);
-  return build;
-}
-
-function step(build: Build, name: string, fields: Partial<Container> = {}): Container {
-  return emptyContainer({ id: `step_${build.id}_${name}`, name, image: BUSYBOX, pull: 'not_present', number: 1, ...fields });
-}
-
-async function text(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString();
-}
-
-/** Runs a container to its end: its exit code and output. */
-async function runToEnd(runtime: Runtime, build: Build, container: Container): Promise<{ exitCode: number; logs: string }> {
-  await runtime.setupContainer(ctx, container, build);
-  await runtime.runContainer(ctx, container, build);
-  const logs = text(await runtime.tailContainer(ctx, container));
-  const exit = await runtime.waitContainer(ctx, container);
-  return { exitCode: exit.exitCode, logs: await logs };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<RuntimeError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error, 'expected a RuntimeError').toBeInstanceOf(RuntimeError);
-  return error as RuntimeError;
-}
+fx.onCleanup(() => {
+  rmSync(hostRo, { recursive: true, force: true });
+  rmSync(hostRw, { recursive: true, force: true });
+});
 
 let runtime: Runtime;
 
 beforeAll(async () => {
-  runtime = await newRuntime(
+  runtime = await fx.newRuntime(
     { privilegedImages: ['berth/busybox'], volumes: [`${hostRo}:/host`, `${hostRw}:/scratch:rw`] },
     { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, dropCapabilities: ['NET_RAW', 'MKNOD'], pidsLimit: 128 },
   );
 });
 
-afterAll(async () => {
-  const [cleanup, release] = withTimeout(background(), 60_000);
-  try {
-    if (runtime) await runtime.reap(cleanup, workerId);
-    for (const r of runtimes) await r.close();
-    const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.worker}=${workerId}`] } });
-    expect(left.map((c) => c.Names)).toEqual([]);
-  } finally {
-    release();
-    rmSync(hostRo, { recursive: true, force: true });
-    rmSync(hostRw, { recursive: true, force: true });
-  }
-});
-
 describe('containers', () => {
   it('applies limits, labels, the network alias, the workspace and the process settings', async () => {
-    const build = await newBuild(runtime);
-    const container = step(build, 'limits', {
-      entrypoint: ['/bin/sh', '-c'],
-      commands: ['ulimit -n; id -u; pwd; echo "$GREETING"'],
+    const build = await fx.newBuild(runtime);
+    const container = shellStep(build, 'limits', 'ulimit -n; id -u; pwd; echo "$GREETING"', {
       environment: { GREETING: 'hello $NOT_EXPANDED' },
       directory: '/vela/src',
       user: '1234:1234',
@@ -126,7 +68,7 @@ describe('containers', () => {
     expect(volume.Labels).toMatchObject({ [LABELS.worker]: workerId, [LABELS.build]: build.id });
 
     await runtime.runContainer(ctx, container, build);
-    const logs = text(await runtime.tailContainer(ctx, container));
+    const logs = readAll(await runtime.tailContainer(ctx, container));
     expect(await runtime.waitContainer(ctx, container)).toEqual({ exitCode: 0, reason: 'Completed' });
     expect(await logs).toBe('1024\n1234\n/vela/src\nhello $NOT_EXPANDED\n');
     await runtime.removeBuild(ctx, build);
@@ -136,9 +78,9 @@ describe('containers', () => {
     const proxy = new EngineProxy(undefined, { refuseHttp10: true });
     await proxy.open();
     try {
-      const viaProxy = await newRuntime({}, { socketPath: proxy.path });
-      const build = await newBuild(viaProxy);
-      const container = step(build, 'proxied', { entrypoint: ['/bin/sh', '-c'], commands: ['echo out; echo err >&2; echo end'] });
+      const viaProxy = await fx.newRuntime({}, { socketPath: proxy.path });
+      const build = await fx.newBuild(viaProxy);
+      const container = shellStep(build, 'proxied', 'echo out; echo err >&2; echo end');
       const { exitCode, logs } = await runToEnd(viaProxy, build, container);
       expect(exitCode).toBe(0);
       // stdout and stderr are two pipes: the engine may log them in either order.
@@ -151,7 +93,7 @@ describe('containers', () => {
   });
 
   it('reports a container whose entrypoint does not exist as ContainerFailed, with the engine message', async () => {
-    const build = await newBuild(runtime);
+    const build = await fx.newBuild(runtime);
     const container = step(build, 'noexec', { entrypoint: ['/no/such/binary'] });
     await runtime.setupContainer(ctx, container, build);
     const error = await rejection(runtime.runContainer(ctx, container, build));
@@ -161,7 +103,7 @@ describe('containers', () => {
   });
 
   it('reports a second container or network of the same name as AlreadyExists', async () => {
-    const build = await newBuild(runtime);
+    const build = await fx.newBuild(runtime);
     expect((await rejection(runtime.createNetwork(ctx, build))).code).toBe('AlreadyExists');
     const container = step(build, 'twice');
     await runtime.setupContainer(ctx, container, build);
@@ -170,16 +112,16 @@ describe('containers', () => {
   });
 
   it('refuses an unknown ulimit with InvalidConfig before touching the engine', async () => {
-    const build = emptyBuild({ id: `rdtest_${run}_ulimit` });
+    const build = emptyBuild({ id: fx.buildId('ulimit') });
     const error = await rejection(runtime.setupContainer(ctx, step(build, 'bad', { ulimits: [{ name: 'nofiles', soft: 1, hard: 1 }] }), build));
     expect(error.code).toBe('InvalidConfig');
     expect(error.detail).toMatch(/ulimit "nofiles" is unknown/);
   });
 
   it('stops with SIGTERM, waits the grace, then SIGKILLs', async () => {
-    const build = await newBuild(runtime);
+    const build = await fx.newBuild(runtime);
     const polite = step(build, 'polite', { image: PAUSE });
-    const stubborn = step(build, 'stubborn', { entrypoint: ['/bin/sh', '-c'], commands: ["trap '' TERM; echo ready; while true; do sleep 1; done"] });
+    const stubborn = shellStep(build, 'stubborn', "trap '' TERM; echo ready; while true; do sleep 1; done");
     for (const c of [polite, stubborn]) {
       await runtime.setupContainer(ctx, c, build);
       await runtime.runContainer(ctx, c, build);
@@ -205,16 +147,16 @@ describe('resources', () => {
     await expectNoAsyncLeaks(
       async () => {
         const r = await dockerRuntime({ stopGraceMs: 1_000 }).create(buildCtx, { workerId });
-        const build = emptyBuild({ id: `rdtest_${run}_leaks` });
+        const build = emptyBuild({ id: fx.buildId('leaks') });
         await r.createNetwork(buildCtx, build);
         await r.createVolume(buildCtx, build);
-        const quick = step(build, 'quick', { entrypoint: ['/bin/sh', '-c'], commands: ['echo done'] });
+        const quick = shellStep(build, 'quick', 'echo done');
         const slow = step(build, 'slow', { image: PAUSE });
         for (const c of [quick, slow]) {
           await r.setupContainer(buildCtx, c, build);
           await r.runContainer(buildCtx, c, build);
         }
-        expect(await text(await r.tailContainer(buildCtx, quick))).toBe('done\n');
+        expect(await readAll(await r.tailContainer(buildCtx, quick))).toBe('done\n');
         expect((await r.waitContainer(buildCtx, quick)).exitCode).toBe(0);
         const [waitCtx, cancelWait] = withCancel(buildCtx);
         const waiting = r.waitContainer(waitCtx, slow);
@@ -249,8 +191,8 @@ describe('privileged', () => {
     ['busybox', true, false],
     ['berth/busybox', false, false],
   ] as const)('with allowlist [%s], a step asking %s runs privileged: %s', async (pattern, asks, expected) => {
-    const r = await newRuntime({ privilegedImages: [pattern] });
-    const build = emptyBuild({ id: `rdtest_${run}_priv_${suffix()}` });
+    const r = await fx.newRuntime({ privilegedImages: [pattern] });
+    const build = emptyBuild({ id: fx.buildId(`priv_${suffix()}`) });
     const container = step(build, 'priv', { privileged: asks });
     const before = events.length;
     await r.setupContainer(ctx, container, build);
@@ -264,15 +206,18 @@ describe('privileged', () => {
 
 describe('bind mounts', () => {
   it('mounts allowlisted host paths read-only unless the allowlist says rw', async () => {
-    const build = await newBuild(runtime);
-    const container = step(build, 'mounts', {
-      entrypoint: ['/bin/sh', '-c'],
-      commands: ['cat /host/hello.txt; touch /host/nope 2>/dev/null && echo wrote-ro || echo ro-refused; echo from-step > /scratch/out.txt && echo wrote-rw'],
-      volumes: [
-        { source: hostRo, destination: '/host', access_mode: '' },
-        { source: hostRw, destination: '/scratch', access_mode: 'rw' },
-      ],
-    });
+    const build = await fx.newBuild(runtime);
+    const container = shellStep(
+      build,
+      'mounts',
+      'cat /host/hello.txt; touch /host/nope 2>/dev/null && echo wrote-ro || echo ro-refused; echo from-step > /scratch/out.txt && echo wrote-rw',
+      {
+        volumes: [
+          { source: hostRo, destination: '/host', access_mode: '' },
+          { source: hostRw, destination: '/scratch', access_mode: 'rw' },
+        ],
+      },
+    );
     const result = await runToEnd(runtime, build, container);
     expect(result).toEqual({ exitCode: 0, logs: 'from the host\nro-refused\nwrote-rw\n' });
     expect(readFileSync(path.join(hostRw, 'out.txt'), 'utf8')).toBe('from-step\n');
@@ -281,7 +226,7 @@ describe('bind mounts', () => {
   });
 
   it('refuses a host path outside the allowlist with InvalidConfig (Vela ignores it silently)', async () => {
-    const build = emptyBuild({ id: `rdtest_${run}_mount` });
+    const build = emptyBuild({ id: fx.buildId('mount') });
     const container = step(build, 'escape', { volumes: [{ source: '/etc', destination: '/host-etc', access_mode: 'ro' }] });
     const error = await rejection(runtime.setupContainer(ctx, container, build));
     expect(error.code).toBe('InvalidConfig');
@@ -294,13 +239,9 @@ describe('a host directory as the workspace (berth exec)', () => {
     const workdir = mkdtempSync(path.join(os.tmpdir(), 'berth-rd-ws-'));
     chmodSync(workdir, 0o777);
     writeFileSync(path.join(workdir, 'input.txt'), 'from the checkout\n');
-    const local = await newRuntime({ workspacePath: '/vela/src', workspaceHostPath: workdir });
-    const build = await newBuild(local);
-    const container = step(build, 'ws', {
-      entrypoint: ['/bin/sh', '-c'],
-      commands: ['cat /vela/src/input.txt && echo built > /vela/src/output.txt'],
-      directory: '/vela/src',
-    });
+    const local = await fx.newRuntime({ workspacePath: '/vela/src', workspaceHostPath: workdir });
+    const build = await fx.newBuild(local);
+    const container = shellStep(build, 'ws', 'cat /vela/src/input.txt && echo built > /vela/src/output.txt', { directory: '/vela/src' });
     const result = await runToEnd(local, build, container);
     expect(result).toEqual({ exitCode: 0, logs: 'from the checkout\n' });
     expect(readFileSync(path.join(workdir, 'output.txt'), 'utf8')).toBe('built\n');
@@ -323,15 +264,15 @@ describe('images', () => {
   const unreachable = `127.0.0.1:1/berth/missing-${run}:1`;
 
   it('does not pull a present image with not_present', async () => {
-    const build = await newBuild(runtime);
+    const build = await fx.newBuild(runtime);
     const before = events.length;
-    expect((await runToEnd(runtime, build, step(build, 'present', { commands: ['true'] }))).exitCode).toBe(0);
+    expect((await runToEnd(runtime, build, step(build, 'present', { pull: 'not_present', commands: ['true'] }))).exitCode).toBe(0);
     expect(events.slice(before).some((e) => e.type === 'pull' || (e.type === 'notice' && e.reason === 'Pulling'))).toBe(false);
     await runtime.removeBuild(ctx, build);
   });
 
   it.each(['always', 'not_present'] as const)('reports a failed pull (%s) as ImagePullFailed, promptly, with the reason', async (pull) => {
-    const build = emptyBuild({ id: `rdtest_${run}_pull_${pull}` });
+    const build = emptyBuild({ id: fx.buildId(`pull_${pull}`) });
     const started = Date.now();
     const error = await rejection(runtime.setupContainer(ctx, step(build, 'pull', { image: unreachable, pull }), build));
     expect(Date.now() - started).toBeLessThan(15_000);
@@ -342,14 +283,14 @@ describe('images', () => {
   });
 
   it('reports a missing image with never as ImageNotFound without pulling', async () => {
-    const build = emptyBuild({ id: `rdtest_${run}_never` });
+    const build = emptyBuild({ id: fx.buildId('never') });
     const error = await rejection(runtime.setupContainer(ctx, step(build, 'never', { image: unreachable, pull: 'never' }), build));
     expect(error.code).toBe('ImageNotFound');
     expect(error.detail).toMatch(/not found locally and pull policy is "never"/);
   });
 
   it('pulls on_start images in runContainer, not in setupContainer', async () => {
-    const build = await newBuild(runtime);
+    const build = await fx.newBuild(runtime);
     const container = step(build, 'onstart', { image: unreachable, pull: 'on_start' });
     await runtime.setupContainer(ctx, container, build);
     const error = await rejection(runtime.runContainer(ctx, container, build));
@@ -381,7 +322,7 @@ describe('images', () => {
   });
 
   it('reports an invalid reference as InvalidConfig', async () => {
-    const build = emptyBuild({ id: `rdtest_${run}_invalid` });
+    const build = emptyBuild({ id: fx.buildId('invalid') });
     const error = await rejection(runtime.setupContainer(ctx, step(build, 'bad', { image: 'Not/A::Reference' }), build));
     expect(error.code).toBe('InvalidConfig');
   });
@@ -391,11 +332,11 @@ describe('reap', () => {
   it("removes a worker's containers, networks and volumes except the kept builds, and nothing of other workers", async () => {
     const owner = `rd-reap-${run}`;
     const other = `rd-other-${run}`;
-    const mine = await newRuntime({ workerId: owner });
-    const theirs = await newRuntime({ workerId: other });
-    const kept = await newBuild(mine);
-    const crashed = await newBuild(mine);
-    const foreign = await newBuild(theirs);
+    const mine = await fx.newRuntime({ workerId: owner });
+    const theirs = await fx.newRuntime({ workerId: other });
+    const kept = await fx.newBuild(mine);
+    const crashed = await fx.newBuild(mine);
+    const foreign = await fx.newBuild(theirs);
     for (const [r, b] of [
       [mine, kept],
       [mine, crashed],
