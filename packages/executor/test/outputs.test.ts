@@ -2,10 +2,11 @@
 // internal/outputs/process.go (Process), executor/linux/build.go ExecBuild (poll, Process and
 // Substitute before each step).
 import { background } from '@berth/context';
+import type { Container } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
 import { runBuild } from '../src/run-build.ts';
-import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, stage } from './helpers.ts';
+import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
 import { at, intercepted, onHeld, recorded } from './slow-runtime.ts';
 
 const SECRET = 'out-s3cret-value';
@@ -237,5 +238,40 @@ describe('outputs and the steps held ahead', () => {
     }
     expect(allLogs(reporter)).not.toContain(SECRET);
     expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('a step taking a lazy secret after a step wrote outputs gets both: set up after planStep loaded the secret, with the outputs', async () => {
+    const { runtime: base } = await dummy();
+    const calls: string[] = [];
+    // The environment the container is created with (Docker fixes it then).
+    const created: Array<Record<string, string>> = [];
+    const runtime = recorded(
+      intercepted(base, 'setupContainer', (original) => (ctx, container, ...args) => {
+        if (container.name === 'uses-lazy') created.push({ ...(container as Container).environment });
+        return original(ctx, container, ...args);
+      }),
+      calls,
+    );
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      secrets: [secret('lazy', 'lazy-value-77')],
+      steps: [writer(), ctn('uses-lazy', { commands: ['echo "tag=[$TAG] lazy=[$LAZY]"'], secrets: [{ source: 'lazy', target: 'LAZY' }] })],
+    });
+    build.secrets[0]!.pull = 'step_start';
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      outputs: true,
+      loadSecret: (_ctx, s) => {
+        calls.push(`loadSecret ${s.name}`);
+        return Promise.resolve(s.value);
+      },
+    });
+    expect(result.status).toBe('success');
+    expect(reporter.log('uses-lazy')).toContain(`tag=[${TAG}] lazy=[***]\n`);
+    expect(at(calls, 'setupContainer uses-lazy')).toBeGreaterThan(at(calls, 'loadSecret lazy'));
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ TAG, LAZY: 'lazy-value-77' });
   });
 });

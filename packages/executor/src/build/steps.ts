@@ -137,6 +137,7 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
     await setupWithOutputs(core, ctx, run, run.template);
   }
   await planStep(core, ctx, step);
+  // A late step not set up yet (a lazy secret, or set up again with outputs) is set up once planStep loaded its secrets.
   await setUpLate(core, ctx, run);
   await execStep(core, ctx, step, stream);
   if (core.outputs.active && run.exited) await pollOutputs(core, ctx, run);
@@ -147,7 +148,8 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
  * up (again): go-vela/worker executor/linux/build.go ExecBuild lays the outputs on the step
  * (outputs.Process) and substitutes it just before PlanStep and ExecStep. An image `${KEY}` no
  * output gave fails the step and the build, naming the step, the image and the key. A container
- * set up before (with other outputs; held ahead: never released) is removed first, with no log.
+ * set up before (with other outputs; held ahead: never released) is removed first, with no log. A
+ * late step is left to {@link setUpLate}, after planStep: a lazy secret then reaches its container.
  */
 async function setupWithOutputs(core: BuildCore, ctx: Context, run: ContainerRun, template: Container): Promise<void> {
   const fresh = prepareWithOutputs(core, run, template);
@@ -169,9 +171,10 @@ async function setupWithOutputs(core: BuildCore, ctx: Context, run: ContainerRun
     run.unhold?.();
   }
   Object.assign(container, fresh);
+  run.deferred = false;
+  if (run.late) return;
   await core.containerCall(run, 'exec', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
   run.setup = 'created';
-  run.deferred = false;
 }
 
 /** The step prepared afresh from its compiled form with the outputs so far (its notes made again). */
