@@ -305,7 +305,7 @@ export class Executor {
     this.#core.prepareEnvironment(run);
     container.detach = true;
     await this.#core.containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
-    run.created = true;
+    run.setup = 'created';
   }
 
   /** Marks the service running. */

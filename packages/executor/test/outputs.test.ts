@@ -2,10 +2,12 @@
 // internal/outputs/process.go (Process), executor/linux/build.go ExecBuild (poll, Process and
 // Substitute before each step).
 import { background } from '@berth/context';
+import type { Container } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
 import { runBuild } from '../src/run-build.ts';
-import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, stage } from './helpers.ts';
+import { BUSYBOX, ctn, dummy, makeBuild, RecordingReporter, secret, stage } from './helpers.ts';
+import { at, intercepted, onHeld, recorded } from './slow-runtime.ts';
 
 const SECRET = 'out-s3cret-value';
 const SECRET_B64 = Buffer.from(SECRET).toString('base64');
@@ -164,5 +166,112 @@ describe('outputs', () => {
     const ok = await runBuild(background(), { build: makeBuild({ steps: [own, ctn('reader', { commands: ['echo "tag=$TAG"'] })] }), runtime, reporter: plain });
     expect(ok.status).toBe('success');
     expect(plain.log('reader')).toContain('tag=\n');
+  });
+});
+
+// Issue 28 item 2: with outputs on (`berth exec`), the steps' containers are still set up and
+// held ahead (build/steps.ts setUpAhead); a step's environment depends on the outputs when it is
+// reached (ExecBuild polls before every step), so one set up ahead with other outputs is removed,
+// never released, and set up again.
+describe('outputs and the steps held ahead', () => {
+  it('holds the steps ahead while no step wrote outputs and releases them: never set up twice', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const runtime = recorded(base, calls);
+    const reporter = new RecordingReporter();
+    const names = ['one', 'two', 'three'];
+    const build = makeBuild({ steps: names.map((name) => ctn(name, { commands: [`echo "${name} tag=[$TAG]"`] })) });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('success');
+    const assembled = at(calls, `assembleBuild ${build.id}`);
+    for (const name of names) {
+      expect(at(calls, `holdContainer ${name}`)).toBeGreaterThan(assembled);
+      expect(at(calls, `releaseContainer ${name}`)).toBeGreaterThan(at(calls, `holdContainer ${name}`));
+      expect(reporter.log(name)).toContain(`${name} tag=[]\n`);
+    }
+    expect(calls.filter((c) => /^(setupContainer|runContainer|removeContainer) (one|two|three)$/.test(c))).toEqual(
+      names.map((name) => `removeContainer ${name}`),
+    );
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('removes the steps held with the outputs before a step wrote some, never released; sets them up again with them; holds the next ones with them', async () => {
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const bothHeld = Promise.withResolvers<void>();
+    let held = 0;
+    const counted = (runtime: typeof base, name: string) => onHeld(runtime, name, () => ++held === 2 && bothHeld.resolve());
+    // The writer's end is seen (and its outputs read) only once `r1` and `r2` are held: with no outputs yet.
+    const waiting = intercepted(counted(counted(base, 'r1'), 'r2'), 'waitContainer', (original) => async (ctx, container, ...args) => {
+      if (container.name === 'writer') await bothHeld.promise;
+      return original(ctx, container, ...args);
+    });
+    const runtime = recorded(waiting, calls);
+    const reporter = new RecordingReporter();
+    const readers = ['r1', 'r2', 'r3', 'r4'];
+    const build = makeBuild({
+      steps: [writer(), ...readers.map((name) => ctn(name, { commands: [`echo "${name} tag=[$TAG]"`, 'echo "token=$TOKEN"'] }))],
+    });
+    const result = await runBuild(background(), { build, runtime, reporter, outputs: true });
+    expect(result.status).toBe('success');
+    for (const name of readers) {
+      expect(reporter.log(name)).toContain(`${name} tag=[${TAG}]\n`);
+      expect(reporter.log(name)).toContain('token=***\n');
+      expect(reporter.statuses(name)).toEqual(['running', 'success']);
+    }
+    // readOutput names the build: the first reads are the writer's.
+    const read = at(calls, `readOutput ${build.id}`);
+    expect(read).toBeGreaterThan(at(calls, 'waitContainer writer'));
+    // Held with no outputs: removed once the writer's outputs were read, never released, set up and run anew.
+    for (const name of ['r1', 'r2']) {
+      expect(at(calls, `holdContainer ${name}`)).toBeLessThan(read);
+      expect(at(calls, `removeContainer ${name}`)).toBeGreaterThan(read);
+      expect(at(calls, `setupContainer ${name}`)).toBeGreaterThan(at(calls, `removeContainer ${name}`));
+      expect(at(calls, `runContainer ${name}`)).toBeGreaterThan(at(calls, `setupContainer ${name}`));
+      expect(calls).not.toContain(`releaseContainer ${name}`);
+    }
+    // Held once the outputs were read, with them: released.
+    for (const name of ['r3', 'r4']) {
+      expect(at(calls, `holdContainer ${name}`)).toBeGreaterThan(read);
+      expect(at(calls, `releaseContainer ${name}`)).toBeGreaterThan(at(calls, `holdContainer ${name}`));
+      expect(calls.filter((c) => c === `setupContainer ${name}` || c === `runContainer ${name}`)).toEqual([]);
+    }
+    expect(allLogs(reporter)).not.toContain(SECRET);
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('a step taking a lazy secret after a step wrote outputs gets both: set up after planStep loaded the secret, with the outputs', async () => {
+    const { runtime: base } = await dummy();
+    const calls: string[] = [];
+    // The environment the container is created with (Docker fixes it then).
+    const created: Array<Record<string, string>> = [];
+    const runtime = recorded(
+      intercepted(base, 'setupContainer', (original) => (ctx, container, ...args) => {
+        if (container.name === 'uses-lazy') created.push({ ...(container as Container).environment });
+        return original(ctx, container, ...args);
+      }),
+      calls,
+    );
+    const reporter = new RecordingReporter();
+    const build = makeBuild({
+      secrets: [secret('lazy', 'lazy-value-77')],
+      steps: [writer(), ctn('uses-lazy', { commands: ['echo "tag=[$TAG] lazy=[$LAZY]"'], secrets: [{ source: 'lazy', target: 'LAZY' }] })],
+    });
+    build.secrets[0]!.pull = 'step_start';
+    const result = await runBuild(background(), {
+      build,
+      runtime,
+      reporter,
+      outputs: true,
+      loadSecret: (_ctx, s) => {
+        calls.push(`loadSecret ${s.name}`);
+        return Promise.resolve(s.value);
+      },
+    });
+    expect(result.status).toBe('success');
+    expect(reporter.log('uses-lazy')).toContain(`tag=[${TAG}] lazy=[***]\n`);
+    expect(at(calls, 'setupContainer uses-lazy')).toBeGreaterThan(at(calls, 'loadSecret lazy'));
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ TAG, LAZY: 'lazy-value-77' });
   });
 });

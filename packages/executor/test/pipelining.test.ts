@@ -9,13 +9,13 @@
  * The first cases hide the held start (contract 1.4) to check the containers created ahead; the
  * held start itself (each step's container started ahead, released when its step runs) follows.
  */
-import { background, type Context, withCancel } from '@berth/context';
-import type { Build, Container } from '@berth/pipeline';
+import { background, withCancel } from '@berth/context';
+import type { Build } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
 import { runBuild } from '../src/run-build.ts';
 import { ctn, dummy, makeBuild, RecordingReporter, secret } from './helpers.ts';
-import { recorded, setupInAssemble, withoutHeldStart } from './slow-runtime.ts';
+import { at, onHeld, recorded, setupInAssemble, withoutHeldStart } from './slow-runtime.ts';
 
 /**
  * Runs `broken` (exit 2), `skipped` (skipped: the build failed) and `on-failure` (runs only after a
@@ -30,13 +30,6 @@ async function skippedAfterFailure(runtime: Runtime): Promise<{ build: Build; re
   expect(result.status).toBe('failure');
   expect(reporter.last('broken')).toMatchObject({ status: 'failure', exitCode: 2 });
   return { build, reporter };
-}
-
-/** The index of the first call `call` in `calls`; fails when there is none. */
-function at(calls: readonly string[], call: string): number {
-  const i = calls.indexOf(call);
-  expect(i, `${call} in ${calls.join(', ')}`).toBeGreaterThanOrEqual(0);
-  return i;
 }
 
 describe('setting steps up while the build runs', () => {
@@ -131,23 +124,6 @@ describe('setting steps up while the build runs', () => {
     expect(engine.containers.size).toBe(0);
   });
 });
-
-/** Calls `then` once `holdContainer` of the step `name` resolved `true` (the step's container is held). */
-function onHeld(runtime: Runtime, name: string, then: () => void): Runtime {
-  return new Proxy(runtime, {
-    get(target, prop, _receiver) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const fn = value as (...args: unknown[]) => unknown;
-      if (prop !== 'holdContainer') return fn.bind(target);
-      return async (ctx: Context, container: Container, build: Build) => {
-        const held = (await fn.call(target, ctx, container, build)) as boolean;
-        if (held && container.name === name) then();
-        return held;
-      };
-    },
-  });
-}
 
 describe('starting steps held ahead (the runtime’s heldStart, contract 1.4)', () => {
   it('holds each step’s container ahead, two at most, and releases it when the step runs: logs whole and in order, nothing left', async () => {

@@ -2,6 +2,7 @@ import { type Context, errOf, sleep } from '@berth/context';
 import { PassThrough } from 'node:stream';
 import type { Container } from '@berth/pipeline';
 import { type Runtime, RuntimeError } from '@berth/runtime';
+import { expect } from 'vitest';
 
 /** The runtime methods a test can slow down. */
 export type RuntimeMethod = Exclude<keyof Runtime, 'name' | 'setupWhileRunning'>;
@@ -55,6 +56,13 @@ export function recorded(runtime: Runtime, calls: string[]): Runtime {
   });
 }
 
+/** The index of the first call `call` in `calls` ({@link recorded}); fails the test when there is none. */
+export function at(calls: readonly string[], call: string): number {
+  const i = calls.indexOf(call);
+  expect(i, `${call} in ${calls.join(', ')}`).toBeGreaterThanOrEqual(0);
+  return i;
+}
+
 /**
  * `runtime` without `setupWhileRunning`: the executor sets every container up in assembleBuild,
  * as it does on Kubernetes.
@@ -83,6 +91,24 @@ export function withoutHeldStart(runtime: Runtime): Runtime {
   });
 }
 
+/** A runtime method's call: its ctx, its subject (a container or a build), the rest. */
+type Call = (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) => Promise<unknown>;
+
+/**
+ * Wraps `runtime` so that `method` is `wrap(original)`, the original bound to the runtime; every
+ * other member goes through.
+ */
+export function intercepted(runtime: Runtime, method: RuntimeMethod, wrap: (original: Call) => Call): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop, _receiver) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const fn = (value as Call).bind(target);
+      return prop === method ? wrap(fn) : fn;
+    },
+  });
+}
+
 /**
  * Wraps `runtime` so that `method` rejects with `error()` for the containers (or builds) whose
  * name `when` accepts; other calls go through.
@@ -93,15 +119,21 @@ export function failing(
   error: () => Error,
   when: (subject: { name?: string; id?: string }) => boolean = () => true,
 ): Runtime {
-  return new Proxy(runtime, {
-    get(target, prop, _receiver) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const fn = value as (...args: unknown[]) => unknown;
-      if (prop !== method) return fn.bind(target);
-      return (ctx: Context, subject: { name?: string; id?: string }, ...args: unknown[]) =>
-        when(subject) ? Promise.reject(error()) : fn.call(target, ctx, subject, ...args);
-    },
+  return intercepted(
+    runtime,
+    method,
+    (original) =>
+      (ctx, subject, ...args) =>
+        when(subject) ? Promise.reject(error()) : original(ctx, subject, ...args),
+  );
+}
+
+/** Calls `then` once `holdContainer` of the step `name` resolved `true` (the step's container is held). */
+export function onHeld(runtime: Runtime, name: string, then: () => void): Runtime {
+  return intercepted(runtime, 'holdContainer', (original) => async (ctx, container, ...args) => {
+    const held = await original(ctx, container, ...args);
+    if (held === true && container.name === name) then();
+    return held;
   });
 }
 
@@ -117,24 +149,17 @@ export interface StreamEvents {
  * Only the reader destroying it ends it; `events.cut` records when.
  */
 export function stuckStreams(runtime: Runtime, events: StreamEvents, when: (container: { name: string }) => boolean = () => true): Runtime {
-  return new Proxy(runtime, {
-    get(target, prop, _receiver) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      const fn = value as (...args: unknown[]) => unknown;
-      if (prop !== 'tailContainer') return fn.bind(target);
-      return async (ctx: Context, container: Container) => {
-        const source = await runtime.tailContainer(ctx, container);
-        if (!when(container)) return source;
-        const stuck = new PassThrough();
-        source.on('data', (chunk: Buffer) => stuck.write(chunk));
-        source.on('error', () => undefined);
-        stuck.on('close', () => {
-          events.cut.set(container.name, performance.now());
-          source.destroy();
-        });
-        return stuck;
-      };
-    },
+  return intercepted(runtime, 'tailContainer', () => async (ctx, subject) => {
+    const container = subject as Container;
+    const source = await runtime.tailContainer(ctx, container);
+    if (!when(container)) return source;
+    const stuck = new PassThrough();
+    source.on('data', (chunk: Buffer) => stuck.write(chunk));
+    source.on('error', () => undefined);
+    stuck.on('close', () => {
+      events.cut.set(container.name, performance.now());
+      source.destroy();
+    });
+    return stuck;
   });
 }

@@ -13,10 +13,11 @@
  * rounds, alternating which side goes first.
  *
  * A third set-up (issue 28 item 2) is a whole build: BENCH_STEPS (10) no-op steps run by the
- * executor (`runBuild` as `berth exec` runs it: network, volume, init log, every step, destroy; but
- * without outputs, which `berth exec` turns on and with which every container is set up in
- * assembleBuild, neither created nor held ahead),
- * against the same by hand: `docker network create`, `docker volume create`, BENCH_STEPS
+ * executor (`runBuild` as `berth exec` runs it: network, volume, outputs (`berth exec` turns them
+ * on, as `vela exec` does: each step's outputs read after it, each later step's container set up
+ * again when one wrote some), init log, every step, destroy; BENCH_OUTPUTS=0 runs without outputs,
+ * as a worker with no outputs image does), against the same by hand: `docker network create`,
+ * `docker volume create`, BENCH_STEPS
  * `docker run --rm --network NET -v VOL:/vela IMAGE true`, `docker network rm`, `docker volume rm`;
  * the executor as it runs now (each step's container started ahead and held until its step runs:
  * the runtime's `heldStart`), with its containers only created ahead and started when their step
@@ -24,7 +25,7 @@
  * `setupWhileRunning` hidden too). Target ≤ 0.8.
  *
  * Env: BENCH_N (default 20), BENCH_STEPS (default 10), BENCH_ROUNDS (default 3), BENCH_SETUPS
- * (comma list of plain, build, executor; all by default), DOCKER_HOST.
+ * (comma list of plain, build, executor; all by default), BENCH_OUTPUTS (1 by default), DOCKER_HOST.
  */
 import { readFileSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
@@ -39,6 +40,7 @@ const N = Number(process.env.BENCH_N ?? 20);
 const STEPS = Number(process.env.BENCH_STEPS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SETUPS = new Set((process.env.BENCH_SETUPS ?? 'plain,build,executor').split(','));
+const OUTPUTS = process.env.BENCH_OUTPUTS !== '0';
 
 async function viaCli(count: number, extra: string[]): Promise<number> {
   const start = performance.now();
@@ -78,12 +80,12 @@ async function buildViaCli(count: number): Promise<number> {
 
 let builds = 0;
 
-/** A build of `count` no-op steps through the executor, as `berth exec` runs it but without outputs. */
+/** A build of `count` no-op steps through the executor, as `berth exec` runs it (without outputs when BENCH_OUTPUTS=0). */
 async function buildViaExecutor(runtime: Runtime, count: number): Promise<number> {
   const steps = Array.from({ length: count }, (_, i) => emptyContainer({ name: `noop${i}`, image: BUSYBOX, pull: 'not_present', commands: ['true'] }));
   const build = preparePipeline(emptyBuild({ steps }), { org: 'bench', repo: `runs-${suffix()}`, number: ++builds });
   const start = performance.now();
-  const result = await runBuild(background(), { build, runtime, logStreamingGraceMs: 5_000 });
+  const result = await runBuild(background(), { build, runtime, logStreamingGraceMs: 5_000, outputs: OUTPUTS });
   if (result.status !== 'success') throw new Error(`bench build ended ${result.status}: ${result.build.error ?? ''}`);
   return since(start);
 }
@@ -183,7 +185,9 @@ if (import.meta.main) {
   const e = result.executor;
   if (e !== undefined) {
     const per = (values: number[]): string => `${values.map((ms) => `${ms} ms`).join(', ')}  median ${median(values)} ms`;
-    console.log(`  a build of ${result.steps} no-op steps (as \`berth exec\` runs it, without outputs), ${e.cliMs.length} rounds`);
+    console.log(
+      `  a build of ${result.steps} no-op steps (as \`berth exec\` runs it, ${OUTPUTS ? 'with outputs' : 'without outputs'}), ${e.cliMs.length} rounds`,
+    );
     console.log(`    docker network/volume create, ${result.steps} × docker run --rm --network NET -v VOL:/vela IMAGE true, rm: ${per(e.cliMs)}`);
     console.log(`    executor, each step's container started ahead, held until its step runs: ${per(e.executorMs)}`);
     console.log(`    executor, containers created ahead, started when their step runs:       ${per(e.createdMs)}`);

@@ -1,6 +1,7 @@
 /** What the executor knows about one container of its build, and the build copy it works on. */
 import type { Build, Container } from '@berth/pipeline';
 import type { LogWriter } from '../log/log-writer.ts';
+import type { Outputs } from '../outputs/outputs.ts';
 import type { StepReport, Target, TargetKind } from '../reporter.ts';
 import type { Status } from '../status.ts';
 import { deferred } from './contexts.ts';
@@ -15,8 +16,12 @@ export class ContainerRun {
   started: number | undefined;
   finished: number | undefined;
   error: string | undefined;
-  /** setupContainer resolved. */
-  created = false;
+  /**
+   * How far its container is set up: `created` once setupContainer resolved; `held` once it was
+   * started held ahead of its step (the runtime's `heldStart`, build/steps.ts setUpAhead) and until
+   * execStep releases it instead of running it (then `created`); `none` again once removed.
+   */
+  setup: 'none' | 'created' | 'held' = 'none';
   /** runContainer resolved: a container exists that must be removed. */
   ran = false;
   /** waitContainer resolved: the container has ended. */
@@ -32,19 +37,19 @@ export class ContainerRun {
   /** With outputs: its image needs an output, so it is set up only when it starts. */
   deferred = false;
   /**
+   * With outputs: the outputs its environment was prepared with. Its container, set up before the
+   * step is reached (in assembleBuild, or ahead), is kept only if the outputs are the same then.
+   */
+  outputsSeen: Outputs | undefined;
+  /**
    * Set up when the build reaches it, not in assembleBuild (a runtime with `setupWhileRunning`):
    * ahead of the build reaching it (`prefetch`), or just before it runs when it takes a lazy secret.
    */
   late = false;
   /** May be set up ahead of the build reaching it: late, and its environment is complete before planStep. */
   prefetch = false;
-  /** The late setup under way or done; settles once setupContainer did (`created` is then set). */
+  /** The late setup under way or done; settles once setupContainer (or holdContainer) did (`setup` is then set). */
   creating: Promise<void> | undefined;
-  /**
-   * Its container was started held ahead of the step (the runtime's `heldStart`, build/steps.ts
-   * setUpAhead) and not released yet: execStep releases it instead of running it.
-   */
-  held = false;
   /** Gives back the place its held start took in its chain (released, removed, or not held after all). Idempotent. */
   unhold: (() => void) | undefined;
 

@@ -28,7 +28,7 @@ function run(fields: Partial<DestroyedRun>): DestroyedRun {
     kind: 'step',
     container: emptyContainer({ id: 'step_a', name: 'a' }),
     status: 'success',
-    created: true,
+    setup: 'created',
     ran: true,
     exited: false,
     exitCode: 0,
@@ -59,7 +59,7 @@ describe('removeContainerOf (go-vela/worker executor/linux/step.go DestroyStep)'
     const { runtime, calls } = recordingRuntime();
     const wait = (): Promise<void> => Promise.resolve(void calls.push('waitForStream'));
     await removeContainerOf(background(), run({ ran: false }), wait, { runtime, budgetMs: 1_000, logger: {} });
-    await removeContainerOf(background(), run({ ran: false, created: false }), wait, { runtime, budgetMs: 1_000, logger: {} });
+    await removeContainerOf(background(), run({ ran: false, setup: 'none' }), wait, { runtime, budgetMs: 1_000, logger: {} });
     expect(calls).toEqual(['removeContainer']);
   });
 

@@ -33,8 +33,8 @@ export interface DestroyedRun {
   readonly kind: TargetKind;
   readonly container: Container;
   readonly status: Status;
-  /** setupContainer resolved. */
-  readonly created: boolean;
+  /** How far its container is set up (`held`: started, waiting for its go signal). */
+  readonly setup: 'none' | 'created' | 'held';
   /** runContainer resolved. */
   readonly ran: boolean;
   /** The container has ended (set here when an inspect finds it exited). */
@@ -84,7 +84,7 @@ export async function removeContainerOf(
     }
     await remove();
     await waitStream();
-  } else if (run.created) {
+  } else if (run.setup !== 'none') {
     await remove();
   }
 }

@@ -7,7 +7,7 @@ import { type RuntimeWithHeldStart, supportsHeldStart } from '@berth/runtime';
 import { type Container, RulesetError, shouldExecute } from '@berth/pipeline';
 import { ExecutorError, messageOf } from '../errors.ts';
 import type { BuildOutputs } from '../outputs/build-outputs.ts';
-import { missingImageNames, OUTPUTS_DIR } from '../outputs/outputs.ts';
+import { missingImageNames, NO_OUTPUTS, OUTPUTS_DIR, sameOutputs } from '../outputs/outputs.ts';
 import type { LoadedSecret } from '../secrets.ts';
 import { statusOfExit } from '../status.ts';
 import { describeRuntimeError } from './checks.ts';
@@ -23,16 +23,29 @@ export type StepStream = (ctx: Context, container: Container) => Promise<void>;
 export async function createStep(core: BuildCore, ctx: Context, container: Container): Promise<void> {
   const run = core.run(container);
   if (run.kind === 'init') return;
-  if (core.outputs.active) run.template = structuredClone(container);
+  if (!prepareStep(core, run)) return;
+  await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
+  run.setup = 'created';
+}
+
+/**
+ * Prepares the step's environment (script, secrets; with outputs, the outputs so far, its compiled
+ * form kept to prepare it again). `false` when its image needs an output: it is set up only when
+ * it starts (`deferred`; Vela creates every container then).
+ */
+function prepareStep(core: BuildCore, run: ContainerRun): boolean {
+  const container = run.container;
+  if (core.outputs.active) {
+    run.template = structuredClone(container);
+    run.outputsSeen = core.outputs.current;
+  }
   core.prepareEnvironment(run);
   if (run.template !== undefined && missingImageNames(run.template.image, container.environment).length > 0) {
-    // Its image needs an output: set up when it starts (Vela creates every container then).
     run.deferred = true;
     Object.assign(container, structuredClone(run.template));
-    return;
+    return false;
   }
-  await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
-  run.created = true;
+  return true;
 }
 
 /** Loads the step's lazy secrets and marks it running. */
@@ -63,9 +76,9 @@ export async function planStep(core: BuildCore, ctx: Context, container: Contain
 export async function execStep(core: BuildCore, ctx: Context, container: Container, stream: StepStream): Promise<void> {
   const run = core.run(container);
   if (run.kind === 'init') return;
-  if (run.held) {
+  if (run.setup === 'held') {
     // Started ahead and held (setUpAhead): only the go signal is left.
-    run.held = false;
+    run.setup = 'created';
     run.unhold?.();
     const runtime = core.runtime as RuntimeWithHeldStart;
     await core.containerCall(run, 'exec', () => runtime.releaseContainer(ctx, container), ctx);
@@ -116,8 +129,15 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
     await removeUnrun(core, ctx, run);
     return;
   }
-  if (run.template !== undefined && (run.deferred || core.outputs.any)) await setupWithOutputs(core, ctx, run, run.template);
+  if (run.template !== undefined && (run.deferred || !sameOutputs(run.outputsSeen ?? NO_OUTPUTS, core.outputs.current))) {
+    // Prepared with other outputs (a step before it wrote some): set up again with the outputs now,
+    // and not by the chain ahead meanwhile (setUpAhead).
+    run.prefetch = false;
+    await settleAhead(run);
+    await setupWithOutputs(core, ctx, run, run.template);
+  }
   await planStep(core, ctx, step);
+  // A late step not set up yet (a lazy secret, or set up again with outputs) is set up once planStep loaded its secrets.
   await setUpLate(core, ctx, run);
   await execStep(core, ctx, step, stream);
   if (core.outputs.active && run.exited) await pollOutputs(core, ctx, run);
@@ -127,12 +147,12 @@ export async function runStep(core: BuildCore, ctx: Context, step: Container, st
  * Prepares the step again from its compiled form with the outputs so far and sets its container
  * up (again): go-vela/worker executor/linux/build.go ExecBuild lays the outputs on the step
  * (outputs.Process) and substitutes it just before PlanStep and ExecStep. An image `${KEY}` no
- * output gave fails the step and the build, naming the step, the image and the key.
+ * output gave fails the step and the build, naming the step, the image and the key. A container
+ * set up before (with other outputs; held ahead: never released) is removed first, with no log. A
+ * late step is left to {@link setUpLate}, after planStep: a lazy secret then reaches its container.
  */
 async function setupWithOutputs(core: BuildCore, ctx: Context, run: ContainerRun, template: Container): Promise<void> {
-  const fresh = structuredClone(template);
-  run.notes.length = 0;
-  core.note(run, prepareEnvironment(fresh, 'step', core.workerVariables(), core.secrets.loaded, core.outputs.current));
+  const fresh = prepareWithOutputs(core, run, template);
   const missing = missingImageNames(template.image, fresh.environment);
   if (missing.length > 0) {
     const names = missing.map((name) => `\${${name}}`).join(', ');
@@ -145,14 +165,32 @@ async function setupWithOutputs(core: BuildCore, ctx: Context, run: ContainerRun
     throw new ExecutorError('exec', `step "${run.container.name}"`, run.error);
   }
   const container = run.container;
-  if (run.created) {
+  if (run.setup !== 'none') {
     await core.containerCall(run, 'exec', () => core.runtime.removeContainer(ctx, container), ctx);
-    run.created = false;
+    run.setup = 'none';
+    run.unhold?.();
   }
   Object.assign(container, fresh);
-  await core.containerCall(run, 'exec', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
-  run.created = true;
   run.deferred = false;
+  if (run.late) return;
+  await core.containerCall(run, 'exec', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
+  run.setup = 'created';
+}
+
+/** The step prepared afresh from its compiled form with the outputs so far (its notes made again). */
+function prepareWithOutputs(core: BuildCore, run: ContainerRun, template: Container): Container {
+  const fresh = structuredClone(template);
+  run.notes.length = 0;
+  const outputs = core.outputs.current;
+  core.note(run, prepareEnvironment(fresh, 'step', core.workerVariables(), core.secrets.loaded, outputs));
+  run.outputsSeen = outputs;
+  return fresh;
+}
+
+/** Waits for the setup started ahead of the step, if any, to settle (a failure is ignored: the step is set up again). */
+async function settleAhead(run: ContainerRun): Promise<void> {
+  await run.creating?.catch(() => undefined);
+  run.creating = undefined;
 }
 
 /**
@@ -190,12 +228,13 @@ type Inspection = { ok: true; text: string } | { ok: false };
 /**
  * Whether the step's container is set up as the build reaches it rather than in assembleBuild: the
  * runtime sets each container up on its own (`setupWhileRunning`; Docker, not Kubernetes, whose pod
- * holds every container), outputs are off (with outputs a step is set up again with the outputs so
- * far), and its pull policy does not pull at setup (`not_present`, `never`: its image is inspected
- * in assembleBuild, and one that is missing is set up there as before, pulled or refused).
+ * holds every container), and its pull policy does not pull at setup (`not_present`, `never`: its
+ * image is inspected in assembleBuild, and one that is missing is set up there as before, pulled or
+ * refused). With outputs, one whose image needs an output is set up when it starts (`deferred`),
+ * and one set up ahead with outputs that are no longer the build's is set up again ({@link runStep}).
  */
 function setsUpLate(core: BuildCore, container: Container): boolean {
-  return core.runtime.setupWhileRunning === true && !core.outputs.active && (container.pull === 'not_present' || container.pull === 'never');
+  return core.runtime.setupWhileRunning === true && (container.pull === 'not_present' || container.pull === 'never');
 }
 
 /** True when the step takes a secret loaded only when it starts (`pull: step_start`): it reaches the environment in planStep. */
@@ -218,8 +257,7 @@ export async function createSteps(core: BuildCore, ctx: Context, steps: readonly
   const keyOf = (step: Container): string => `${step.pull}\u0000${step.image}`;
   for (const step of steps) {
     const run = core.run(step);
-    if (run.kind === 'init' || !setsUpLate(core, step)) continue;
-    core.prepareEnvironment(run);
+    if (run.kind === 'init' || !setsUpLate(core, step) || !prepareStep(core, run)) continue;
     run.late = true;
     run.prefetch = !takesLazySecret(core, step);
     const key = keyOf(step);
@@ -247,8 +285,8 @@ export async function createSteps(core: BuildCore, ctx: Context, steps: readonly
       run.late = false;
       run.prefetch = false;
       await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, step, core.build), ctx);
-      run.created = true;
-    } else {
+      run.setup = 'created';
+    } else if (!run.deferred) {
       await createStep(core, ctx, step);
     }
     await core.initLine(await inspectStepImage(core, ctx, step));
@@ -273,13 +311,14 @@ export async function createSteps(core: BuildCore, ctx: Context, steps: readonly
 export function setUpAhead(core: BuildCore, ctx: Context, steps: readonly Container[]): void {
   const places = new HeldPlaces(HELD_AHEAD);
   const stopped = (): boolean => core.aheadStopped || ctx.signal.aborted;
-  const ahead = (run: ContainerRun): boolean => run.late && run.prefetch && run.status === 'pending' && run.creating === undefined && !run.created;
+  const ahead = (run: ContainerRun): boolean => run.late && run.prefetch && run.status === 'pending' && run.creating === undefined && run.setup === 'none';
   const chain = async (): Promise<void> => {
     for (const step of steps) {
       if (stopped()) return;
       const run = core.run(step);
       if (!ahead(run)) continue;
       if (!holds(core, run)) {
+        withCurrentOutputs(core, run);
         await startSetup(core, ctx, run).catch(() => undefined);
         continue;
       }
@@ -289,12 +328,23 @@ export function setUpAhead(core: BuildCore, ctx: Context, steps: readonly Contai
         places.give();
         continue;
       }
+      withCurrentOutputs(core, run);
       // Not awaited: up to HELD_AHEAD holds at once (a hold is a create and a start, ~250 ms on a
       // quiet engine; one after the other they fall behind quick steps).
       void startHold(core, ctx, run, places).catch(() => undefined);
     }
   };
   void chain();
+}
+
+/**
+ * With outputs: prepares the step again before its container is set up ahead when the outputs
+ * changed since it was prepared (a step before it wrote some). The outputs may still change before
+ * the step is reached: {@link runStep} then sets it up again.
+ */
+function withCurrentOutputs(core: BuildCore, run: ContainerRun): void {
+  if (run.template === undefined || sameOutputs(run.outputsSeen ?? NO_OUTPUTS, core.outputs.current)) return;
+  Object.assign(run.container, prepareWithOutputs(core, run, run.template));
 }
 
 /**
@@ -358,13 +408,12 @@ function startHold(core: BuildCore, ctx: Context, run: ContainerRun, places: Hel
     .then(() => runtime.holdContainer(ctx, run.container, core.build))
     .then(async (held) => {
       if (held) {
-        run.held = true;
-        run.created = true;
+        run.setup = 'held';
         return;
       }
       run.unhold?.();
       await core.runtime.setupContainer(ctx, run.container, core.build);
-      run.created = true;
+      run.setup = 'created';
     });
   // Awaited when the step is reached, or by destroy; never an unhandled rejection meanwhile.
   creating.catch(() => run.unhold?.());
@@ -376,7 +425,7 @@ function startSetup(core: BuildCore, ctx: Context, run: ContainerRun): Promise<v
   const creating = Promise.resolve()
     .then(() => core.runtime.setupContainer(ctx, run.container, core.build))
     .then(() => {
-      run.created = true;
+      run.setup = 'created';
     });
   // Awaited when the step is reached, or by destroy; never an unhandled rejection meanwhile.
   creating.catch(() => undefined);
@@ -386,7 +435,7 @@ function startSetup(core: BuildCore, ctx: Context, run: ContainerRun): Promise<v
 
 /** Sets the late step's container up now, or waits for the setup started ahead; records a failure on the step. */
 async function setUpLate(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
-  if (!run.late || run.created) return;
+  if (!run.late || run.setup !== 'none') return;
   const creating = run.creating ?? startSetup(core, ctx, run);
   await core.containerCall(run, 'exec', () => creating, ctx);
 }
@@ -404,8 +453,7 @@ async function removeUnrun(core: BuildCore, ctx: Context, run: ContainerRun): Pr
   }
   try {
     await core.runtime.removeContainer(ctx, run.container);
-    run.created = false;
-    run.held = false;
+    run.setup = 'none';
   } catch (error) {
     core.log.warn?.(`step ${run.container.name}: removing its container (it did not run): ${messageOf(error)}`);
   }

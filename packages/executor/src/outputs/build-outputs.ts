@@ -44,11 +44,6 @@ export class BuildOutputs {
     return this.#current;
   }
 
-  /** True once a step wrote any output: later steps are set up again with them. */
-  get any(): boolean {
-    return Object.keys(this.#current.plain).length > 0 || Object.keys(this.#current.masked).length > 0;
-  }
-
   /** Every masked value seen so far (not blank), for the masker. */
   maskedValues(): string[] {
     return [...this.#masked];
@@ -96,8 +91,10 @@ export class BuildOutputs {
   async poll(ctx: Context, build: Build, container: Container): Promise<{ masked: string[]; warnings: string[] }> {
     const runtime = this.#runtime;
     if (!this.active || !supportsOutputs(runtime)) return { masked: [], warnings: [] };
+    // The four reads at once: they are on the build's path from one step to the next.
+    const read = await Promise.all(OUTPUT_FILES.map((file) => runtime.readOutput(ctx, build, container, file)));
     const files: Partial<Record<OutputFile, Uint8Array | undefined>> = {};
-    for (const file of OUTPUT_FILES) files[file] = await runtime.readOutput(ctx, build, container, file);
+    OUTPUT_FILES.forEach((file, i) => (files[file] = read[i]));
     const { outputs, warnings } = decodeOutputs(files);
     this.#current = outputs;
     const masked: string[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeStdBase64, parseEnvFile } from './env-file.ts';
-import { applyOutputs, decodeOutputs, missingImageNames } from './outputs.ts';
+import { applyOutputs, decodeOutputs, missingImageNames, NO_OUTPUTS, sameOutputs } from './outputs.ts';
 
 const bytes = (text: string): Uint8Array => Buffer.from(text, 'utf8');
 
@@ -78,6 +78,19 @@ describe('applyOutputs (Process)', () => {
     const masked = applyOutputs(env, { plain: { OWN: 'theirs', TAG: '1', BOTH: 'plain' }, masked: { BOTH: 'secret', BLANK: '  ' } });
     expect(env).toEqual({ OWN: 'mine', REF: '1', OTHER: '$UNKNOWN', TAG: '1', BOTH: 'secret', BLANK: '  ' });
     expect(masked).toEqual(['secret']);
+  });
+});
+
+describe('sameOutputs', () => {
+  it('is true for the same names and values in any order, false when a value, a name or its kind differs', () => {
+    const a = { plain: { A: '1', B: '2' }, masked: { T: 's' } };
+    expect(sameOutputs(a, { plain: { B: '2', A: '1' }, masked: { T: 's' } })).toBe(true);
+    expect(sameOutputs(NO_OUTPUTS, { plain: {}, masked: {} })).toBe(true);
+    expect(sameOutputs(a, { plain: { A: '1', B: '3' }, masked: { T: 's' } })).toBe(false);
+    expect(sameOutputs(a, { plain: { A: '1' }, masked: { T: 's' } })).toBe(false);
+    expect(sameOutputs(a, { plain: { A: '1', C: '2' }, masked: { T: 's' } })).toBe(false);
+    expect(sameOutputs(a, { plain: { A: '1', B: '2', T: 's' }, masked: {} })).toBe(false);
+    expect(sameOutputs(NO_OUTPUTS, { plain: { A: '' }, masked: {} })).toBe(false);
   });
 });
 

@@ -100,6 +100,19 @@ export function applyOutputs(environment: Record<string, string>, outputs: Outpu
 }
 
 /**
+ * Whether `a` and `b` are the same outputs (the same names and values, plain and masked): a step
+ * prepared with `a` has the environment it would get with `b` (build/steps.ts, a container set up
+ * ahead of its step is kept only then).
+ */
+export function sameOutputs(a: Outputs, b: Outputs): boolean {
+  const same = (x: Readonly<Record<string, string>>, y: Readonly<Record<string, string>>): boolean => {
+    const keys = Object.keys(x);
+    return keys.length === Object.keys(y).length && keys.every((key) => Object.hasOwn(y, key) && x[key] === y[key]);
+  };
+  return a === b || (same(a.plain, b.plain) && same(a.masked, b.masked));
+}
+
+/**
  * The names a plain `${NAME}` in `image` refers to. `$${NAME}` is an escaped literal, and a
  * reference with a default (`${TAG:-latest}`) is not counted: it never misses.
  */
