@@ -26,19 +26,25 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.exit(0);
 }
 
-// `berth start` runs with two V8 settings (apps/worker/README.md):
+// `berth start` runs with these V8 settings (apps/worker/README.md):
 // - the young generation bounded to 1 MB semi-spaces, as the image and the systemd unit set it
 //   through NODE_OPTIONS: V8 grows them to 16 MB while the worker loads, which was most of what
 //   the daemon's peak exceeded its idle memory by;
-// - no TurboFan, V8's top-tier optimizing compiler (Maglev, the mid-tier one, still compiles hot
-//   code): its first compilation, of any function, makes ~5 MB of the `node` binary's code
-//   resident for good, a tenth of an idle worker's budget, while the worker's hot path (log
-//   streaming, in Node's native code) uses no more CPU without it (tools/bench/README.md).
+// - no optimizing compiler (neither TurboFan nor Maglev), and feedback (inline caches) with
+//   Sparkplug's baseline code only for functions called 100 times (V8: 8): V8 interprets the
+//   code that runs while the worker starts and for each build, and compiles its hot paths (the
+//   log stream's) to baseline code. An optimizing compiler's first compilation, of any function,
+//   makes its own code in the `node` binary resident for the life of the process (TurboFan's
+//   ~5 MB, Maglev's ~1.5 MB), and the code and feedback of every function called a few times
+//   stay in the heap: together ~6 MB of an idle worker (a tenth of its budget), while the
+//   worker's hot path is mostly Node's native code (tools/bench/README.md: its figures).
 // V8 reads them only when Node starts, so the process replaces itself once (process.execve: the
 // same pid, descriptors and environment) with those that Node's own options do not set already.
 const START_FLAGS = [
   { flag: '--max-semi-space-size=1', given: /--(?:max|min)-semi-space-size/ },
   { flag: '--turbo-filter=~', given: /--turbo-filter/ },
+  { flag: '--no-maglev', given: /--(?:no-)?maglev(?![-\w])/ },
+  { flag: '--invocation-count-for-feedback-allocation=100', given: /--invocation-count-for-feedback-allocation/ },
 ];
 if (args[0] === 'start' && typeof process.execve === 'function') {
   const given = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;

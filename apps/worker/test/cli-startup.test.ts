@@ -266,15 +266,21 @@ describe('berth start-up, per command', () => {
     for (const chunk of chunks) expect([...chunk].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
   }, 60_000);
 
-  it('start runs with 1 MB young-generation semi-spaces and without TurboFan, in the process started, unless Node is told otherwise', async () => {
+  it('start runs with 1 MB young-generation semi-spaces, no optimizing compiler and feedback only for functions called 100 times, in the process started, unless Node is told otherwise', async () => {
+    const compilers = ['--turbo-filter=~', '--no-maglev', '--invocation-count-for-feedback-allocation=100'];
     const own = await startCommandLine();
-    expect(own).toEqual([process.execPath, '--max-semi-space-size=1', '--turbo-filter=~', BIN, 'start']);
-    // NODE_OPTIONS may set the semi-space size (not the compiler filter: Node does not take it there).
+    expect(own).toEqual([process.execPath, '--max-semi-space-size=1', ...compilers, BIN, 'start']);
+    // NODE_OPTIONS may set the semi-space size (not the compilers: Node does not take them there).
     const size = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' });
-    expect(size).toEqual([process.execPath, '--turbo-filter=~', BIN, 'start']);
-    const both = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--turbo-filter=*']);
-    expect(both).toEqual([process.execPath, '--turbo-filter=*', BIN, 'start']);
-  }, 60_000);
+    expect(size).toEqual([process.execPath, ...compilers, BIN, 'start']);
+    const turbofan = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--turbo-filter=*']);
+    expect(turbofan).toEqual([process.execPath, '--turbo-filter=*', '--no-maglev', '--invocation-count-for-feedback-allocation=100', BIN, 'start']);
+    // Each setting on its own: node --maglev keeps Maglev, a count of its own keeps that count.
+    const maglev = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--maglev']);
+    expect(maglev).toEqual([process.execPath, '--maglev', '--turbo-filter=~', '--invocation-count-for-feedback-allocation=100', BIN, 'start']);
+    const count = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--invocation-count-for-feedback-allocation=8']);
+    expect(count).toEqual([process.execPath, '--invocation-count-for-feedback-allocation=8', '--turbo-filter=~', '--no-maglev', BIN, 'start']);
+  }, 90_000);
 
   it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {
     const modules = await startLoads('docker');

@@ -43,8 +43,17 @@ export function workerForms(only = process.env.BENCH_FORMS): WorkerForm[] {
   if (want.has('unit') && unit !== undefined)
     forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, systemd unit)`, env: { NODE_OPTIONS: unit } });
   if (want.has('source') && !info.startsWith('source')) forms.push({ kind: 'command', label: 'berth start (source)', env: { BERTH_FROM_SOURCE: '1' } });
-  // On request only: the command with V8's optimizing compiler TurboFan, which `berth start` turns off.
-  if (want.has('turbofan')) forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, TurboFan on)`, env: {}, nodeArgs: ['--turbo-filter=*'] });
+  // On request only: the command with V8's settings that `berth start` changes: Maglev and
+  // feedback after 8 calls (TurboFan still off, as session 10 left it), or V8's defaults.
+  const v8Defaults = ['--maglev', '--invocation-count-for-feedback-allocation=8'];
+  if (want.has('maglev')) forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, Maglev on)`, env: {}, nodeArgs: v8Defaults });
+  if (want.has('turbofan'))
+    forms.push({
+      kind: 'command',
+      label: `berth start (${info.split(':')[0]}, V8's compilers as by default)`,
+      env: {},
+      nodeArgs: ['--turbo-filter=*', ...v8Defaults],
+    });
   const image = process.env.BERTH_WORKER_IMAGE ?? 'berth/worker:dev';
   if (want.has('image') && spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0)
     forms.push({ kind: 'image', label: `image ${image}`, image });

@@ -13,7 +13,7 @@
  *
  * Goals: idle ≤ 60 MB, peak ≤ 80 MB. Reference: a bare `node -e` idling (printed).
  *
- *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image; also turbofan)
+ *   pnpm --filter @berth/bench bench:worker-memory     (BENCH_FORMS=command,unit,source,image; also maglev, turbofan)
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
