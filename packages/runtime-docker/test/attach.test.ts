@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { background } from '@berth/context';
 import type { Build, Container } from '@berth/pipeline';
@@ -48,19 +49,49 @@ async function start(runtime: Runtime, build: Build, container: Container): Prom
   return before;
 }
 
-/** Checks that the log holds each stream's sequence whole: every line once, in order, nothing else. */
-function expectWhole(log: string, outLines = OUT_LINES, errLines = ERR_LINES): void {
-  expect(log.endsWith('\n')).toBe(true);
-  const lines = log.slice(0, -1).split('\n');
+/** The engine's own log file of `container`, per stream (`docker logs`: stdout and stderr apart). */
+function engineLog(container: Container): { stdout: string; stderr: string } {
+  const r = spawnSync('docker', ['logs', container.id], { encoding: 'latin1', maxBuffer: 256 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`docker logs ${container.id} failed: ${r.stderr}`);
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * Checks that the log holds each stream's sequence whole: every line once, in order, nothing else.
+ *
+ * Unless the engine dropped the sequence's tail: moby waits at most 2 s for a container's output
+ * to be copied once it exited, then closes its streams (daemon/monitor.go `handleContainerExit`:
+ * `StreamConfig.Wait` under a 2 s timeout, then `Reset`) and drops what is left ("stream copy
+ * error: read /proc/self/fd/N: file already closed" in its log), from the attach and the log file
+ * alike. With an attach the copy waits on this process's reading, so a test process starved of CPU
+ * at the exit (the machine loaded by other work) can make it happen: the README's "Known limit".
+ * A log short of the sequence must then be exactly what the engine's log file holds, stream by
+ * stream (it is printed): the runtime lost nothing the engine had.
+ */
+function expectWhole(log: string, container: Container, outLines = OUT_LINES, errLines = ERR_LINES): void {
+  const lines = log.split('\n');
   const out = lines.filter((l) => l.startsWith('o'));
   const err = lines.filter((l) => l.startsWith('e'));
-  expect(out.length + err.length).toBe(lines.length);
+  if (!log.endsWith('\n') || out.length !== outLines || err.length !== errLines) {
+    const file = engineLog(container);
+    const fileOut = file.stdout.split('\n').filter((l) => l !== '');
+    const fileErr = file.stderr.split('\n').filter((l) => l !== '');
+    console.log(
+      `[attach] the log has ${out.length} of ${outLines} stdout and ${err.length} of ${errLines} stderr lines; the engine's log file ${fileOut.length} and ${fileErr.length}`,
+    );
+    // The engine's file is short too (its loss), and the log is what it holds, in order.
+    expect(fileOut.length < outLines || fileErr.length < errLines || !file.stdout.endsWith('\n')).toBe(true);
+    expect(out).toEqual(fileOut);
+    expect(err).toEqual(fileErr);
+    expect(lines.filter((l) => l !== '')).toHaveLength(fileOut.length + fileErr.length);
+    return;
+  }
+  expect(out.length + err.length).toBe(lines.length - 1);
   const firstMismatch = (got: string[], prefix: string, count: number): number => {
     if (got.length !== count) return Math.min(got.length, count);
     return got.findIndex((line, i) => line !== `${prefix}${i + 1}`);
   };
   // Compared by the first difference, not as arrays: a diff of 400 000 lines says nothing.
-  expect({ stdout: out.length, stderr: err.length }).toEqual({ stdout: outLines, stderr: errLines });
   expect(firstMismatch(out, 'o', outLines)).toBe(-1);
   expect(firstMismatch(err, 'e', errLines)).toBe(-1);
 }
@@ -77,7 +108,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
     const before = await start(runtime, build, container);
     const log = readAll(await runtime.tailContainer(ctx, container));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await log);
+    expectWhole(await log, container);
     expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
     await runtime.removeBuild(ctx, build);
   });
@@ -88,7 +119,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
     const before = await start(runtime, build, container);
     const log = readAll(await runtime.tailContainer(ctx, container), () => sleep(1_500));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await log);
+    expectWhole(await log, container);
     expect(endpoints(before)).toMatchObject({ attach: 1 });
     expect(endpoints(before).logs).toBeGreaterThan(0);
     await runtime.removeBuild(ctx, build);
@@ -106,7 +137,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
       await sleep(1_000);
     });
     expect(await exited).toMatchObject({ exitCode: 0 });
-    expectWhole(await log, 20_000, 5_000);
+    expectWhole(await log, container, 20_000, 5_000);
     expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
     await runtime.removeBuild(ctx, build);
   });
@@ -121,7 +152,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
       return Promise.resolve();
     });
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await log);
+    expectWhole(await log, container);
     expect(cut).toBe(1);
     expect(endpoints(before).logs).toBeGreaterThan(0);
     await runtime.removeBuild(ctx, build);
@@ -134,7 +165,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
     expect(proxy.cutWhere(/\/attach\?/)).toBe(1);
     const log = readAll(await runtime.tailContainer(ctx, container));
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await log);
+    expectWhole(await log, container);
     expect(endpoints(before).logs).toBeGreaterThan(0);
     await runtime.removeBuild(ctx, build);
   });
@@ -144,7 +175,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
     const container = sequenceStep(build);
     await start(runtime, build, container);
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
-    expectWhole(await readAll(await runtime.tailContainer(ctx, container)));
+    expectWhole(await readAll(await runtime.tailContainer(ctx, container)), container);
     await runtime.removeBuild(ctx, build);
   });
 });
