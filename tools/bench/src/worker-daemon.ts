@@ -5,7 +5,7 @@
  * Registered with a vela-sim on a real Redis; builds of two quick steps enqueued one at a time.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,13 +16,18 @@ import { BUSYBOX } from './docker-common.ts';
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const BERTH = path.join(ROOT, 'apps/worker/bin/berth.js');
 
-/** How the worker runs. */
-export type WorkerForm = { kind: 'command'; label: string; env: Record<string, string>; nodeArgs?: string[] } | { kind: 'image'; label: string; image: string };
+/** How the worker runs: Berth's command or image, or an upstream go-vela/worker binary built elsewhere (`vela-worker`). */
+export type WorkerForm =
+  | { kind: 'command'; label: string; env: Record<string, string>; nodeArgs?: string[] }
+  | { kind: 'image'; label: string; image: string }
+  | { kind: 'vela-worker'; label: string; bin: string };
 
 /** A running worker. */
 export interface BenchWorker {
-  /** The host pid of the worker's Node process. */
+  /** The host pid of the worker's process (Node's, or vela-worker's). */
   pid: number;
+  /** The hostname it registers as (the `:host` of its `/api/v1/workers/:host` calls). */
+  hostname: string;
   /** The worker API's base URL. */
   url: string;
   /** The route its builds are queued on. */
@@ -57,7 +62,36 @@ export function workerForms(only = process.env.BENCH_FORMS): WorkerForm[] {
   const image = process.env.BERTH_WORKER_IMAGE ?? 'berth/worker:dev';
   if (want.has('image') && spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0)
     forms.push({ kind: 'image', label: `image ${image}`, image });
+  // The reference: go-vela/worker's `cmd/vela-worker`, built by whoever runs the bench (the bench
+  // never builds it; tools/bench/README.md says how it was built here).
+  const vela = process.env.BENCH_VELA_WORKER_BIN;
+  if (want.has('vela-worker') && vela !== undefined && vela !== '') {
+    if (!existsSync(vela))
+      throw new Error(`BENCH_VELA_WORKER_BIN=${vela}: no such file; build go-vela/worker's cmd/vela-worker and point the variable at the binary`);
+    forms.push({ kind: 'vela-worker', label: `vela-worker (${path.basename(vela)})`, bin: vela });
+  }
   return forms;
+}
+
+/**
+ * The environment a go-vela/worker binary reads for what `berth start` gets from the bench: the
+ * names are vela-worker's (cmd/vela-worker/flags.go, server/queue/flags.go, runtime/flags.go,
+ * executor/flags.go). The queue's address and public key come from the server's
+ * `/api/v1/queue/info` (cmd/vela-worker/operate.go), as for Berth; one build at a time.
+ */
+function velaWorkerEnv(o: { serverAddr: string; secret: string; workerAddr: string; route: string }): Record<string, string> {
+  return {
+    VELA_SERVER_ADDR: o.serverAddr,
+    VELA_SERVER_SECRET: o.secret,
+    VELA_WORKER_ADDR: o.workerAddr,
+    VELA_QUEUE_DRIVER: 'redis',
+    VELA_QUEUE_ROUTES: o.route,
+    VELA_RUNTIME_DRIVER: 'docker',
+    VELA_EXECUTOR_DRIVER: 'linux',
+    VELA_BUILD_LIMIT: '1',
+    VELA_LOG_FORMAT: 'json',
+    VELA_LOG_LEVEL: 'info',
+  };
 }
 
 async function freePort(): Promise<number> {
@@ -92,6 +126,19 @@ export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Reco
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...form.env, ...env, BERTH_STATE_DIR: stateDir },
     });
+  } else if (form.kind === 'vela-worker') {
+    // vela-worker serves its API on the port of its address, on every interface (cmd/vela-worker/start.go).
+    const velaEnv = velaWorkerEnv({ serverAddr: sim.url, secret: sim.secret, workerAddr: `http://${hostname}:${port}`, route });
+    child = spawn(form.bin, [], {
+      cwd: os.tmpdir(),
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+        ...velaEnv,
+      },
+    });
   } else {
     container = `berth-bench-${hostname}`;
     const socket = '/var/run/docker.sock';
@@ -116,17 +163,17 @@ export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Reco
   try {
     const until = performance.now() + 60_000;
     for (;;) {
-      const ok = await fetch(`${url}/ready`).then(
+      const ok = await fetch(`${url}/${form.kind === 'vela-worker' ? 'health' : 'ready'}`).then(
         (r) => r.status === 200,
         () => false,
       );
       if (ok) break;
-      if (performance.now() > until) throw new Error(`${form.label}: /ready did not answer 200 within 60 s: ${stderr.slice(-800)}`);
+      if (performance.now() > until) throw new Error(`${form.label}: its readiness route did not answer 200 within 60 s: ${stderr.slice(-800)}`);
       await Promise.race([new Promise((resolve) => setTimeout(resolve, 100)), exited]);
     }
     let pid = child.pid!;
     if (container) pid = Number(spawnSync('docker', ['inspect', '-f', '{{.State.Pid}}', container], { encoding: 'utf8' }).stdout.trim());
-    return { pid, url, route, log: () => stderr, stop };
+    return { pid, hostname, url, route, log: () => stderr, stop };
   } catch (e) {
     await stop();
     throw e;
@@ -197,6 +244,30 @@ export async function runOneBuild(sim: VelaSim, worker: BenchWorker, tag: string
   // The worker may pop (and ask for the build token) before enqueueBuild has returned here.
   const token = sim.callsTo('GET', `/api/v1/repos/bench/${repo}/builds/1/token`)[0]?.at ?? Infinity;
   return { id, repo, status, enqueuedAt: Math.min(enqueuedAt, token), finalAt };
+}
+
+/**
+ * Waits until a freshly started worker pops: for vela-worker, its first GET of itself after the
+ * check-in's `PUT` of its status (cmd/vela-worker/register.go queueCheckIn): its executor loop
+ * sleeps 5 s while the worker is not checked in (operate.go), and the GET of the check-in itself
+ * (checkIn) comes before it. For Berth, its first GET of itself.
+ */
+export async function waitUntilFirstPop(sim: VelaSim, worker: BenchWorker, form: WorkerForm): Promise<void> {
+  let since = 0;
+  if (form.kind === 'vela-worker') {
+    const until = Date.now() + 30_000;
+    const self = `/api/v1/workers/${worker.hostname}`;
+    for (;;) {
+      const put = sim.calls.find((c) => c.method === 'PUT' && c.path === self && c.status === 200);
+      if (put) {
+        since = put.at;
+        break;
+      }
+      if (Date.now() > until) throw new Error(`${form.label} did not check in (PUT ${self}) within 30 s: ${worker.log().slice(-800)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  await waitUntilPopping(sim, since);
 }
 
 /** Waits until the worker is back on the queue after a build (its next GET of itself, exec.go, then a moment for the pop). */

@@ -29,6 +29,12 @@ export interface CallRecord {
   fault?: FaultRule['kind'] | undefined;
   /** A short human summary of the request body (first 200 characters; log data replaced by its size). */
   summary: string;
+  /**
+   * The `status` a JSON object body carried (a build's, step's or worker's), when a string.
+   * go-vela/worker sends whole records (sdk-go's Build.Update marshals the api.Build with its repo
+   * first), so the status can lie past the summary's 200 characters.
+   */
+  bodyStatus?: string | undefined;
 }
 
 /** An error answer: `{"error": message}` with `status`, as the server's handlers write them. */
@@ -168,6 +174,7 @@ export class ApiFront {
       }
     }
     record.summary = summarize(body, raw);
+    if (body && typeof body === 'object' && typeof (body as { status?: unknown }).status === 'string') record.bodyStatus = (body as { status: string }).status;
     if (body && typeof body === 'object' && typeof (body as VelaLog).data === 'string' && path.endsWith('/logs')) {
       record.logDataBytes = Buffer.byteLength((body as { data: string }).data, 'base64');
     }

@@ -126,6 +126,26 @@ describe('VelaSim', () => {
     expect(sim.callsTo('PUT', '/api/v1/repos/*/*/builds/*/steps/*/logs').map((c) => c.logDataBytes)).toEqual([6, 12]);
   });
 
+  it("records a body's status even when it lies past the summary, as in go-vela/worker's whole-record build PUTs", async () => {
+    const { build } = await sim.enqueueBuild({ org: 'octo', repo: `r-${randomUUID().slice(0, 6)}`, pipeline, noPush: true });
+    const B = `/api/v1/repos/${build.repo!.org}/${build.repo!.name}/builds/${build.number}`;
+    const bt = sim.mintToken('WorkerBuild', 'w1', 60, { build_id: build.id!, repo: build.repo!.full_name! });
+    // sdk-go's Build.Update sends the whole api.Build: id, repo (with its owner), … then status.
+    const whole = {
+      id: build.id,
+      repo: { ...build.repo, owner: { name: 'octocat', active: true }, topics: ['a'.repeat(200)] },
+      number: build.number,
+      status: 'running',
+    };
+    expect((await call('PUT', B, bt, whole)).status).toBe(200);
+    const put = sim.callsTo('PUT', B).at(-1)!;
+    expect(put.summary).not.toContain('"status"');
+    expect(put.bodyStatus).toBe('running');
+    expect(sim.builds.get(build.id!)?.status).toBe('running');
+    await call('GET', `${B}/steps/1/logs`, bt);
+    expect(sim.calls.at(-1)!.bodyStatus).toBeUndefined();
+  });
+
   it('injects faults: status, non-JSON, lost responses, timeouts', async () => {
     const { build } = await sim.enqueueBuild({ org: 'octo', repo: `r-${randomUUID().slice(0, 6)}`, pipeline, noPush: true });
     const B = `/api/v1/repos/${build.repo!.org}/${build.repo!.name}/builds/${build.number}`;
