@@ -24,9 +24,12 @@ export const TEST_OPTIONS: KubernetesRuntimeOptions = {
   watchBackoffMaxMs: 1_000,
 };
 
-/** Starts a kube-sim with fast image-pull back-off and bookmarks. */
+/** The kube-sim settings of the tests: fast image-pull back-off and bookmarks. */
+const SIM_SETTINGS = { imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 2_000 };
+
+/** Starts a kube-sim with {@link SIM_SETTINGS}. */
 export function startSim(options: KubeSimOptions = {}): Promise<KubeSim> {
-  return startKubeSim({ imagePullBackoff: { initialMs: 200, maxMs: 1_000 }, bookmarkIntervalMs: 2_000, ...options });
+  return startKubeSim({ ...SIM_SETTINGS, ...options });
 }
 
 /** A kube-sim in a child process (its CLI): what it holds is not counted in this process's memory. */
@@ -38,16 +41,16 @@ export interface SimProcess {
 }
 
 /**
- * Starts kube-sim's CLI as startSim configures it, in a child process: for the cases that bound
+ * Starts kube-sim's CLI with {@link SIM_SETTINGS}, in a child process: for the cases that bound
  * this process's memory. In the test's own process, kube-sim's socket reads of a 50 MiB log
  * (about a million records of 100 bytes, Docker sending each alone) grew its RSS by 380–530 MB on
  * a loaded machine, against a JavaScript heap of 60–110 MB and no backlog.
  */
 export async function startSimProcess(): Promise<SimProcess> {
   const cli = path.join(path.dirname(createRequire(import.meta.url).resolve('@berth/kube-sim/package.json')), 'src/cli.ts');
-  const child = spawn(process.execPath, [cli, '--pull-backoff-ms', '200', '--pull-backoff-max-ms', '1000', '--bookmark-ms', '2000'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { imagePullBackoff: backoff, bookmarkIntervalMs } = SIM_SETTINGS;
+  const args = ['--pull-backoff-ms', backoff.initialMs, '--pull-backoff-max-ms', backoff.maxMs, '--bookmark-ms', bookmarkIntervalMs].map(String);
+  const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let out = '';
   const kubeconfigPath = await new Promise<string>((resolve, reject) => {

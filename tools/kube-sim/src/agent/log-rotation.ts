@@ -74,9 +74,10 @@ export class ContainerLogManager {
   readonly #cuts = new Map<string, string>();
   /**
    * Docker id → the size of its current file as last measured, and the timestamp of the last
-   * record counted: each check reads only the records written since (the kubelet stats the file;
+   * record counted: each check reads only the records written since. The kubelet stats the file
+   * (container_log_manager.go processContainer: `os.Stat(pattern)`, `info.Size() < MaxSize`);
    * reading Docker's whole log at every check made a check of a 50 MiB log take seconds of this
-   * process's CPU, and under load a step's log was not measured before the step exited).
+   * process's CPU, and under load a step's log was not measured before the step exited.
    */
   readonly #measured = new Map<string, { size: number; lastRecord: string }>();
   readonly #listeners = new Map<string, Set<RotationListener>>();
