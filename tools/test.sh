@@ -20,11 +20,12 @@
 #      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
 #        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
 #        (runtime-kubernetes) that do not use the real cluster; BERTH_TEST_WORKERS (default 2) of
-#        a package's test files at once (vitest.shared.ts; runtime-kubernetes keeps one, see its
-#        vitest.config.ts). Those files mostly wait on Docker, kube-sim and child processes: two at
-#        once took kube-sim's tests from 264 s to 126 s, the worker's from ~390 s to ~160 s.
+#        a package's test files at once (vitest.shared.ts). Those files mostly wait on Docker,
+#        kube-sim and child processes: two at once took kube-sim's tests from 264 s to 126 s, the
+#        worker's from ~390 s to ~160 s, runtime-kubernetes' local files from 247 s to 127 s.
 #      The cluster lane then runs the two cases that need the cluster alone (log rotation, the
-#      apiserver restarted), once runtime-kubernetes' local files (the local lane's first) are done.
+#      apiserver restarted), once runtime-kubernetes' local files (the local lane's first) are done,
+#      and beside them tools/ship's tests (npm and Docker, no cluster); then it stops the cluster.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -160,17 +161,28 @@ else
   # test's process, and beside the alone cases a fresh-clone run failed the 50 MiB case's memory
   # bound and a kube-sim rotation case. Their reports: berth__runtime-kubernetes.alone.json and
   # .alone.files.json (vitest.shared.ts).
-  rk_local_done="$(mktemp -u)"
+  # Beside the alone cases it runs tools/ship's tests (every package packed, linted and installed
+  # with npm into a project outside the workspace; the worker image): they use neither the cluster
+  # nor kube-sim, mostly wait on npm and Docker, and were 138 s of the local lane, the longer one.
+  # Then it stops the cluster it started, while the local lane may still run.
+  ship_filter=--filter=@berth/tool-ship
+  rk_local_done="$(mktemp -u)" cluster_stopped="$(mktemp -u)"
   set -m
   (
     BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}"
     status=$?
     echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
+    BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --log-order=grouped --ui=stream "$ship_filter" &
+    ship=$!
     while [ ! -e "$rk_local_done" ]; do sleep 2; done
-    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL)"
+    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL); beside them, tools/ship"
     (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
       test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
-    echo "[tests] cluster lane and its alone cases done after $(($(date +%s) - tests_started)) s"
+    wait "$ship" || status=1
+    echo "[tests] cluster lane, its alone cases and tools/ship done after $(($(date +%s) - tests_started)) s"
+    if $cluster_started; then
+      bash tools/kube-cluster/cluster.sh stop && echo stopped >"$cluster_stopped" || echo "did not stop" >"$cluster_stopped"
+    fi
     exit $status
   ) </dev/null &
   cluster_lane=$!
@@ -182,14 +194,20 @@ else
   test_status=0
   local_lane --filter=@berth/runtime-kubernetes || test_status=1
   touch "$rk_local_done"
-  local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes || test_status=1
+  local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes "--filter=!${ship_filter#--filter=}" || test_status=1
   echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
   wait "$cluster_lane" || test_status=1
   rm -f "$rk_local_done"
+  if [ -e "$cluster_stopped" ]; then
+    [ "$(cat "$cluster_stopped")" = stopped ] || failed_steps+=("stopping the real Kubernetes cluster (after the cluster lane)")
+    cluster_started=false
+    rm -f "$cluster_stopped"
+  fi
   if $cluster_started; then trap 'bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM; else trap - INT TERM; fi
 fi
 echo "[tests] $(($(date +%s) - tests_started)) s"
 
+# Unless the cluster lane stopped it already.
 if $cluster_started; then
   step "stopping the real Kubernetes cluster"
   bash tools/kube-cluster/cluster.sh stop || failed_steps+=("stopping the real Kubernetes cluster")
