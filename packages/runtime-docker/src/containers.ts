@@ -287,6 +287,7 @@ export async function tailContainer(s: RuntimeState, ctx: Context, container: Co
     call: (c, w, fn) => s.call(c, w, fn),
     attach,
     stallMs: s.logStallMs,
+    bufferBytes: s.logBufferBytes,
     running: () => record?.exited !== true,
   });
 }

@@ -30,6 +30,12 @@ export interface DockerLogDemuxerOptions {
   /** How long a live source may stay paused by a slow reader before it is given up (`lost`); 5 000 ms by default. */
   stallMs?: number;
   /**
+   * How many bytes of a live source are read ahead of a slow reader, into this stream's buffer,
+   * before the source is paused (and, paused for `stallMs`, given up): up to that much, the
+   * container never waits on the reader. `highWaterMark` by default.
+   */
+  liveBufferBytes?: number;
+  /**
    * The source's chunks are this demuxer's to overwrite (a socket it alone reads): the payloads of
    * a chunk are moved together inside it, over the frame headers, and passed on as one view of it,
    * with no copy. Off by default: a source whose chunks are kept elsewhere would see them change.
@@ -106,6 +112,7 @@ export class DockerLogDemuxer extends Readable {
   #live: boolean;
   readonly #stallMs: number;
   readonly #holds: () => boolean;
+  readonly #liveBufferBytes: number;
   #pausedAt = 0;
   #stallTimer: NodeJS.Timeout | undefined;
   /** Payload bytes delivered per stream type, and bytes still to drop per stream type (a continuation from the start). */
@@ -163,6 +170,7 @@ export class DockerLogDemuxer extends Readable {
     this.#live = options.live ?? false;
     this.#stallMs = options.stallMs ?? 5_000;
     this.#holds = options.holds ?? (() => true);
+    this.#liveBufferBytes = options.liveBufferBytes ?? this.readableHighWaterMark;
     this.#reuseChunks = options.reuseChunks ?? false;
     if (this.#live) this.#timestamps = false;
     this.#attach();
@@ -481,6 +489,11 @@ export class DockerLogDemuxer extends Readable {
     }
     wantMore = this.#flush() && wantMore;
     this.#chunk = undefined;
+    // A live source is read ahead of a slow reader up to liveBufferBytes: the engine copies the
+    // container's output to the attach as it comes, and once the container exited it waits 2 s at
+    // most for that copy to end, then drops the rest (moby daemon/monitor.go handleContainerExit:
+    // StreamConfig.Wait), from the log file as well.
+    if (!wantMore && this.#live && this.readableLength < this.#liveBufferBytes) wantMore = true;
     if (!wantMore && !this.#pausedByUs && !this.#ended) {
       this.#pausedByUs = true;
       this.#pausedAt = Date.now();

@@ -31,6 +31,13 @@ export interface DockerRuntimeOptions extends DockerConnectionOptions, Container
    * (5 000 by default).
    */
   logStallMs?: number;
+  /**
+   * How many bytes of a container's live log are read ahead into memory when its reader is slow
+   * (1 MiB by default), before the attach holds the container (and, `logStallMs` later, is given
+   * up). Once a container exited, the engine waits 2 s at most for its output to be copied to the
+   * attach, then drops the rest, from its log file too.
+   */
+  logBufferBytes?: number;
 }
 
 /** dockerode's `ping` accepts options, though its typings say otherwise. */
@@ -82,6 +89,7 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
     ['pidsLimit', options.pidsLimit],
     ['stopGraceMs', options.stopGraceMs ?? config.stopGraceMs],
     ['logStallMs', options.logStallMs],
+    ['logBufferBytes', options.logBufferBytes],
   ] as const) {
     if (value !== undefined && !(Number.isFinite(value) && value >= 0))
       throw runtimeError('InvalidConfig', `${key} must be a non-negative number; got ${String(value)}`, where);
@@ -98,5 +106,5 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
     connection.close();
     throw error;
   }
-  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs, options.logStallMs);
+  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs, options.logStallMs, options.logBufferBytes);
 }

@@ -15,6 +15,9 @@ import { contextError, type EngineDescription, engineMessage, isUnavailable, run
 /** How long a live stream may hold the container (its output unread) before it is given up for the log file. */
 export const DEFAULT_LOG_STALL_MS = 5_000;
 
+/** How many bytes of a container's live stream are read ahead of a slow reader before it holds the container. */
+export const DEFAULT_LOG_BUFFER_BYTES = 1024 * 1024;
+
 /** One engine call under a ctx, as the runtime makes them (its `#call`). */
 type EngineCaller = <T>(ctx: Context, where: Where, fn: (signal: AbortSignal) => Promise<T>) => Promise<T>;
 
@@ -105,6 +108,8 @@ export interface TailDependencies {
   /** The attach runContainer opened, claimed by this tail (undefined: the log file alone). */
   readonly attach: Readable | undefined;
   readonly stallMs: number;
+  /** How many bytes of the attach are read ahead of a slow reader (DockerLogDemuxer's `liveBufferBytes`). */
+  readonly bufferBytes: number;
   /** Whether the container may still be running (its exit not seen): only then does a slow reader hold it. */
   readonly running: () => boolean;
 }
@@ -112,8 +117,9 @@ export interface TailDependencies {
 /**
  * The container's log as one Readable of its bytes.
  *
- * With an attach: its bytes, live; when it ends the container's streams have closed and the log is
- * whole. When it is lost (the connection dropped, or a reader slower than `stallMs` gave it up), the
+ * With an attach: its bytes, live, read ahead of a slow reader up to `bufferBytes`; when it ends the
+ * container's streams have closed and the log is whole. When it is lost (the connection dropped, or
+ * a reader `bufferBytes` behind for `stallMs` gave it up), the
  * log file is read from its start with timestamps, skipping as many bytes of each stream as the
  * attach delivered: the file holds the same bytes per stream, so nothing is lost or repeated at the
  * seam (only the order between stdout and stderr near it is the file's).
@@ -144,6 +150,7 @@ export async function tailLogs(deps: TailDependencies): Promise<Readable> {
     // Every source is a connection of this tail's own (the attach, the log file's stream).
     reuseChunks: true,
     stallMs: deps.stallMs,
+    liveBufferBytes: deps.bufferBytes,
     holds: deps.running,
     mapError: (error) =>
       isUnavailable(error) && !ctx.signal.aborted

@@ -8,7 +8,7 @@ import * as containers from './containers.ts';
 import type { ContainerLimits } from './container-spec.ts';
 import { RUNTIME_NAME } from './errors.ts';
 import * as images from './images.ts';
-import { DEFAULT_LOG_STALL_MS } from './logs.ts';
+import { DEFAULT_LOG_BUFFER_BYTES, DEFAULT_LOG_STALL_MS } from './logs.ts';
 import * as networksVolumes from './networks-volumes.ts';
 import * as outputs from './outputs.ts';
 import { RuntimeState } from './state.ts';
@@ -43,6 +43,7 @@ export class DockerRuntime implements Runtime {
     limits: ContainerLimits,
     stopGraceMs: number | undefined,
     logStallMs: number = DEFAULT_LOG_STALL_MS,
+    logBufferBytes: number = DEFAULT_LOG_BUFFER_BYTES,
   ) {
     this.#s = new RuntimeState({
       connection,
@@ -51,6 +52,7 @@ export class DockerRuntime implements Runtime {
       limits,
       stopGraceMs: config.stopGraceMs ?? stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
       logStallMs,
+      logBufferBytes,
       workspacePath: config.workspacePath || DEFAULT_WORKSPACE_PATH,
     });
   }

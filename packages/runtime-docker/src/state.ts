@@ -56,6 +56,7 @@ export class RuntimeState {
   readonly allowlist: readonly AllowedVolume[];
   readonly stopGraceMs: number;
   readonly logStallMs: number;
+  readonly logBufferBytes: number;
   readonly workspacePath: string;
   readonly containers = new Map<string, ContainerRecord>();
   /** Builds whose network / volume this runtime created: containers join or mount only those. */
@@ -77,6 +78,7 @@ export class RuntimeState {
     limits: ContainerLimits;
     stopGraceMs: number;
     logStallMs: number;
+    logBufferBytes: number;
     workspacePath: string;
   }) {
     this.connection = options.connection;
@@ -87,6 +89,7 @@ export class RuntimeState {
     this.limits = options.limits;
     this.stopGraceMs = options.stopGraceMs;
     this.logStallMs = options.logStallMs;
+    this.logBufferBytes = options.logBufferBytes;
     this.workspacePath = options.workspacePath;
   }
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { background } from '@berth/context';
 import type { Build, Container } from '@berth/pipeline';
 import type { Runtime } from '@berth/runtime';
+import type { DockerRuntimeOptions } from '../src/index.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readAll, shellStep, useEngine } from './fixture.ts';
 import { EngineProxy } from './proxy.ts';
@@ -30,11 +31,14 @@ beforeAll(async () => {
 });
 fx.onCleanup(() => proxy.dispose());
 
-/** A runtime through the proxy and a build on it. */
-async function newBuild(logStallMs?: number): Promise<{ runtime: Runtime; build: Build }> {
-  const runtime = await fx.newRuntime({}, logStallMs !== undefined ? { logStallMs } : {});
+/** A runtime through the proxy (with these log options) and a build on it. */
+async function newBuild(options: Pick<DockerRuntimeOptions, 'logStallMs' | 'logBufferBytes'> = {}): Promise<{ runtime: Runtime; build: Build }> {
+  const runtime = await fx.newRuntime({}, options);
   return { runtime, build: await fx.newBuild(runtime) };
 }
+
+/** As much as the attach reads ahead of a slow reader when a case means it to pause (the stream's own buffer). */
+const NO_READ_AHEAD = 64 * 1024;
 
 /** A step whose first instruction writes `o1`…`oN` on stdout while `e1`…`eM` go to stderr. */
 function sequenceStep(build: Build, out = OUT_LINES, err = ERR_LINES, first = ''): Container {
@@ -101,6 +105,27 @@ function endpoints(since: number): { attach: number; logs: number } {
   return { attach: lines.filter((l) => /^POST \/containers\/[^/]+\/attach\?/.test(l)).length, logs: lines.filter((l) => /\/logs\?/.test(l)).length };
 }
 
+/**
+ * A reader that takes nothing after the first chunk until a second after the container's exit,
+ * of a container writing ~150 KB (more than the stream's own buffer, less than the engine's and
+ * the socket's) and then running `after`: its log is whole, and came through the attach alone.
+ */
+async function expectSlowReaderOnAttach(options: Pick<DockerRuntimeOptions, 'logStallMs' | 'logBufferBytes'>, after: string): Promise<void> {
+  const { runtime, build } = await newBuild(options);
+  const container = shellStep(build, 'seq', `seq 1 5000 | sed 's/^/e/' >&2 & seq 1 20000 | sed 's/^/o/'; wait${after}`);
+  const before = await start(runtime, build, container);
+  const stream = await runtime.tailContainer(ctx, container);
+  const exited = runtime.waitContainer(ctx, container);
+  const log = readAll(stream, async () => {
+    await exited;
+    await sleep(1_000);
+  });
+  expect(await exited).toMatchObject({ exitCode: 0 });
+  expectWhole(await log, container, 20_000, 5_000);
+  expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
+  await runtime.removeBuild(ctx, build);
+}
+
 describe('the live log through the attach (src/logs.ts)', () => {
   it('delivers a sequence written from the first instruction whole, through the attach alone', async () => {
     const { runtime, build } = await newBuild();
@@ -114,7 +139,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('reads on from the log file, without a byte lost or repeated, when a slow reader made it give the attach up', async () => {
-    const { runtime, build } = await newBuild(200);
+    const { runtime, build } = await newBuild({ logStallMs: 200, logBufferBytes: NO_READ_AHEAD });
     const container = sequenceStep(build);
     const before = await start(runtime, build, container);
     const log = readAll(await runtime.tailContainer(ctx, container), () => sleep(1_500));
@@ -126,20 +151,15 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('keeps the attach for a slow reader once the container ended (it holds nothing any more)', async () => {
-    const { runtime, build } = await newBuild(200);
-    // ~150 KB: more than the reader's buffer, less than the engine's and the socket's.
-    const container = sequenceStep(build, 20_000, 5_000);
-    const before = await start(runtime, build, container);
-    const stream = await runtime.tailContainer(ctx, container);
-    const exited = runtime.waitContainer(ctx, container);
-    const log = readAll(stream, async () => {
-      await exited;
-      await sleep(1_000);
-    });
-    expect(await exited).toMatchObject({ exitCode: 0 });
-    expectWhole(await log, container, 20_000, 5_000);
-    expect(endpoints(before)).toEqual({ attach: 1, logs: 0 });
-    await runtime.removeBuild(ctx, build);
+    // Paused from the start, the attach is kept for as long as the container takes to end: 2 s
+    // before it would be given up (200 ms failed a run at load 9, the container still running).
+    await expectSlowReaderOnAttach({ logStallMs: 2_000, logBufferBytes: NO_READ_AHEAD }, '');
+  });
+
+  it('reads ahead of a slow reader (up to logBufferBytes), so a container still running past the stall keeps its attach', async () => {
+    // The container goes on for 1.5 s after its output, far past the 200 ms stall: read ahead
+    // into memory, none of it waits on the reader.
+    await expectSlowReaderOnAttach({ logStallMs: 200 }, '; sleep 1.5');
   });
 
   it('reads on from the log file, without a byte lost or repeated, when the attach connection drops mid-stream', async () => {
@@ -171,7 +191,7 @@ describe('the live log through the attach (src/logs.ts)', () => {
   });
 
   it('does not hold a container nobody tails: it ends, and a tail opened afterwards has the whole log', async () => {
-    const { runtime, build } = await newBuild(200);
+    const { runtime, build } = await newBuild({ logStallMs: 200 });
     const container = sequenceStep(build);
     await start(runtime, build, container);
     expect(await runtime.waitContainer(ctx, container)).toMatchObject({ exitCode: 0 });
