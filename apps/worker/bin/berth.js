@@ -4,9 +4,12 @@
 // `berth --build-info` says which and why). From source in the repository, workspace packages resolve from their
 // sources too, through the "@berth/source" export condition added here by a resolve hook;
 // compiled, or installed (the worker image), they run from their dist/.
-import { existsSync, readFileSync } from 'node:fs';
-import { enableCompileCache, registerHooks } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+// Built-in modules are taken as `require` takes them, not imported: Node's ES module view of a
+// built-in reads every export on first import, and node:fs's `promises` getter loads fs/promises,
+// readline and the REPL's history (~1 MB of every `berth` process, the worker's included).
+const { existsSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { enableCompileCache, registerHooks } = process.getBuiltinModule('node:module');
+const { fileURLToPath, pathToFileURL } = process.getBuiltinModule('node:url');
 
 const [major] = process.versions.node.split('.').map(Number);
 if (major < 24) {
@@ -37,7 +40,14 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
 //   makes its own code in the `node` binary resident for the life of the process (TurboFan's
 //   ~5 MB, Maglev's ~1.5 MB), and the code and feedback of every function called a few times
 //   stay in the heap: together ~6 MB of an idle worker (a tenth of its budget), while the
-//   worker's hot path is mostly Node's native code (tools/bench/README.md: its figures).
+//   worker's hot path is mostly Node's native code (tools/bench/README.md: its figures);
+// - the bytecode and baseline code of functions that have not run for 3 full collections (V8: 6;
+//   baseline code: never) dropped, to be compiled again when called: what only start-up and a
+//   build's set-up ran leaves the heap once the worker is idle (its idle collection runs several):
+//   ~0.6 MB less, the CPU over five builds the same;
+// - V8's collection function exposed under a name of its own, for the daemon's memory-reducing
+//   collection when idle (src/daemon/memory.ts, EXPOSED_GC), rather than fetched from a context
+//   made for it (node:vm): ~0.6 MB less.
 // V8 reads them only when Node starts, so the process replaces itself once (process.execve: the
 // same pid, descriptors and environment) with those that Node's own options do not set already.
 const START_FLAGS = [
@@ -45,6 +55,9 @@ const START_FLAGS = [
   { flag: '--turbo-filter=~', given: /--turbo-filter/ },
   { flag: '--no-maglev', given: /--(?:no-)?maglev(?![-\w])/ },
   { flag: '--invocation-count-for-feedback-allocation=100', given: /--invocation-count-for-feedback-allocation/ },
+  { flag: '--bytecode-old-age=3', given: /--bytecode-old-age/ },
+  { flag: '--flush-baseline-code', given: /--(?:no-)?flush-baseline-code/ },
+  { flag: '--expose-gc-as=__berthCollectGarbage', given: /--expose-gc/ },
 ];
 if (args[0] === 'start' && typeof process.execve === 'function') {
   const given = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;

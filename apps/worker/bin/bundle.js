@@ -44,9 +44,10 @@ module.exports = function lazy(...args) {
  * which loads it) set up OpenSSL's TLS side, ~3 MB of an idle worker's memory, yet a worker whose
  * Vela server, Redis and Docker engine are plain HTTP, TCP and a unix socket never opens a TLS
  * connection. ioredis, docker-modem and the Docker runtime take them at load and use them only to
- * connect.
+ * connect. node:zlib: dockerode takes it at load to gzip an image's build context (buildImage),
+ * which Berth never calls.
  */
-export const LAZY_BUILTINS = ['node:tls', 'node:https'];
+export const LAZY_BUILTINS = ['node:tls', 'node:https', 'node:zlib'];
 
 /**
  * A lazy built-in's stand-in: an object with the module's export names (as this Node has them),
@@ -70,6 +71,68 @@ const standIn = new Proxy(names, {
 module.exports = standIn;
 `;
 }
+
+/**
+ * Parts of bundled libraries that a worker never uses, initialized on first use instead of when
+ * the library loads: each `require` below is moved into the getter (or function) that hands the
+ * module out, so rolldown initializes the module there. Each is an exact piece of the library's
+ * code; should an update change it, the build stops and names it (check the library, then update
+ * or drop the entry). What each saved an idle worker is in tools/bench/README.md.
+ */
+export const LAZY_REQUIRES = [
+  {
+    // The push gateway (and with it node:zlib, which it takes at load): Berth is scraped.
+    file: '/prom-client/index.js',
+    from: "exports.Pushgateway = require('./lib/pushgateway');",
+    to: "Object.defineProperty(exports, 'Pushgateway', { enumerable: true, get: () => require('./lib/pushgateway') });",
+  },
+  {
+    // @opentelemetry/api, read only for exemplars, which Berth's metrics do not enable.
+    file: '/prom-client/lib/metrics/processCpuTotal.js',
+    from: "const OtelApi = require('@opentelemetry/api');",
+    to: "const OtelApi = { get trace() { return require('@opentelemetry/api').trace; }, get context() { return require('@opentelemetry/api').context; } };",
+  },
+  {
+    // Redis Cluster support (and node:dns, which its options take at load): Berth's queue is one
+    // Redis server.
+    file: '/ioredis/built/index.js',
+    from: 'var cluster_1 = require("./cluster");',
+    to: 'var cluster_1 = { get default() { return require("./cluster").default; } };',
+  },
+  {
+    file: '/ioredis/built/Redis.js',
+    from: 'const cluster_1 = require("./cluster");',
+    to: 'const cluster_1 = { get default() { return require("./cluster").default; } };',
+  },
+  {
+    file: '/ioredis/built/Redis.js',
+    from: 'Redis.Cluster = cluster_1.default;',
+    to: 'Object.defineProperty(Redis, "Cluster", { configurable: true, enumerable: true, get: () => cluster_1.default, set(value) { Object.defineProperty(Redis, "Cluster", { value, writable: true, configurable: true, enumerable: true }); } });',
+  },
+  {
+    // pino's transports (thread-stream, and node:worker_threads, which it takes at load): Berth
+    // logs to its stderr.
+    file: '/pino/pino.js',
+    from: "module.exports.transport = require('./lib/transport')",
+    to: "module.exports.transport = function transport (...args) { return require('./lib/transport')(...args) }",
+  },
+  {
+    file: '/pino/lib/tools.js',
+    from: "const transport = require('./transport')",
+    to: "function transport (...args) { return require('./transport')(...args) }",
+  },
+  {
+    // ... and node:worker_threads, read when pino opens a file of its own (pino.destination).
+    file: '/pino/lib/tools.js',
+    from: "const { isMainThread } = require('worker_threads')",
+    to: "const workerThreads = { get isMainThread () { return require('worker_threads').isMainThread } }",
+  },
+  {
+    file: '/pino/lib/tools.js',
+    from: '!opts.sync && isMainThread',
+    to: '!opts.sync && workerThreads.isMainThread',
+  },
+];
 
 /** `process.getBuiltinModule('node:tls')` (and the other lazy ones) in the bundled code. */
 const LAZY_BUILTIN_CALL = new RegExp(`process\\.getBuiltinModule\\((['"])(${LAZY_BUILTINS.join('|')})\\1\\)`, 'g');
@@ -142,6 +205,20 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
           // Appended (imports are hoisted): the lines and columns of the code stay where they were.
           const imports = [...used].map((b) => `import __berth_lazy_${b.slice('node:'.length)} from ${JSON.stringify(b)};`).join('');
           return { code: `${replaced}\n${imports}\n`, map: null };
+        },
+      },
+      {
+        name: 'berth-lazy-requires',
+        transform(code, id) {
+          const entries = LAZY_REQUIRES.filter((l) => id.endsWith(l.file));
+          if (entries.length === 0) return null;
+          let replaced = code;
+          for (const { from, to } of entries) {
+            if (replaced.split(from).length !== 2)
+              throw new Error(`bin/bundle.js: ${id} changed: \`${from}\` is not there once; check what LAZY_REQUIRES defers in it and update the entry`);
+            replaced = replaced.replace(from, () => to);
+          }
+          return { code: replaced, map: null };
         },
       },
       {

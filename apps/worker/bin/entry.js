@@ -2,8 +2,9 @@
 // is there and not older than the sources it was built from, else the TypeScript sources (Node 24 strips their
 // types on the fly: no build step for contributors, at the cost of start-up time and ~30 MB).
 // Plain JavaScript on purpose: it runs before anything is compiled or stripped.
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+// Built-ins as `require` takes them: an `import` of node:fs would load fs/promises (bin/berth.js).
+const { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const path = process.getBuiltinModule('node:path');
 
 /** The file a build writes last; its mtime is the build's time. */
 const STAMP = 'dist/.build-stamp';

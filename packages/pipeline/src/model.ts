@@ -344,19 +344,24 @@ function makeSchemas(obj: ObjectFactory) {
 }
 
 type Schemas = ReturnType<typeof makeSchemas>;
-let built: { loose: Schemas; strict: Schemas } | undefined;
+let loose: Schemas | undefined;
+let strict: Schemas | undefined;
 
 /**
- * The schemas, built on the first parse: zod builds each object with dozens of methods, which
- * `berth exec`, `validate` and an idle worker (who parse nothing) should not pay for at start-up.
+ * The schemas, each set built on its first parse: zod builds each object with dozens of methods,
+ * which `berth exec`, `validate` and an idle worker (who parse nothing) should not pay for at
+ * start-up, and a worker (whose parses are never strict) not for the strict set at all (~0.45 MB
+ * of heap once a build has been parsed).
  */
-function schemas(): { loose: Schemas; strict: Schemas } {
-  built ??= {
-    loose: makeSchemas((shape) => z.looseObject(shape)),
-    // The strict twin only finds unknown keys; its objects are typed as the loose ones.
-    strict: makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory),
-  };
-  return built;
+function looseSchemas(): Schemas {
+  loose ??= makeSchemas((shape) => z.looseObject(shape));
+  return loose;
+}
+
+/** The strict twin only finds unknown keys; its objects are typed as the loose ones. */
+function strictSchemas(): Schemas {
+  strict ??= makeSchemas(((shape: z.core.$ZodLooseShape) => z.strictObject(shape)) as unknown as ObjectFactory);
+  return strict;
 }
 
 /** One problem found while parsing: a JSON path (`steps[2].pull`) and what is wrong there. */
@@ -401,11 +406,16 @@ function toIssues(error: z.ZodError): ParseIssue[] {
   return issues;
 }
 
-function parseWith<T>(looseSchema: z.ZodType, strictSchema: z.ZodType, json: unknown, options?: ParseOptions): ParseResult<T> {
-  const result = looseSchema.safeParse(json);
+/**
+ * Parses with the loose schema `which` picks, then, for a strict parse, the strict one. Without
+ * zod's compiled fast path (`jitless`): a pipeline is parsed once per build, and the functions zod
+ * would generate for each object schema (`new Function`) would stay in the heap (~90 KB).
+ */
+function parseWith<T>(which: (schemas: Schemas) => z.ZodType, json: unknown, options?: ParseOptions): ParseResult<T> {
+  const result = which(looseSchemas()).safeParse(json, { jitless: true });
   if (!result.success) return { ok: false, issues: toIssues(result.error), unknownFields: [] };
   if (options?.strict === true) {
-    const strictResult = strictSchema.safeParse(json);
+    const strictResult = which(strictSchemas()).safeParse(json, { jitless: true });
     if (!strictResult.success) {
       const issues = toIssues(strictResult.error);
       return { ok: false, issues, unknownFields: issues.filter((i) => i.message === 'unknown field').map((i) => i.path) };
@@ -423,20 +433,17 @@ function parseWith<T>(looseSchema: z.ZodType, strictSchema: z.ZodType, json: unk
  * both present, duplicate names, unknown `needs`).
  */
 export function parseBuild(json: unknown, options?: ParseOptions): ParseResult<Build> {
-  const { loose, strict } = schemas();
-  return parseWith<Build>(loose.build, strict.build, json, options);
+  return parseWith<Build>((schemas) => schemas.build, json, options);
 }
 
 /** Parses one compiled {@link Container}, like {@link parseBuild}. */
 export function parseContainer(json: unknown, options?: ParseOptions): ParseResult<Container> {
-  const { loose, strict } = schemas();
-  return parseWith<Container>(loose.container, strict.container, json, options);
+  return parseWith<Container>((schemas) => schemas.container, json, options);
 }
 
 /** Parses one {@link Ruleset}, like {@link parseBuild}. */
 export function parseRuleset(json: unknown, options?: ParseOptions): ParseResult<Ruleset> {
-  const { loose, strict } = schemas();
-  return parseWith<Ruleset>(loose.ruleset, strict.ruleset, json, options);
+  return parseWith<Ruleset>((schemas) => schemas.ruleset, json, options);
 }
 
 /** An empty {@link Rules} (every list empty, operator and matcher inherited). */

@@ -4,7 +4,8 @@ import v8 from 'node:v8';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { collectGarbageNow, MemorySettler } from './memory.ts';
+import { readFileSync } from 'node:fs';
+import { collectGarbageNow, EXPOSED_GC, MemorySettler } from './memory.ts';
 
 const run = promisify(execFile);
 const youngGeneration = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
@@ -27,6 +28,18 @@ collectGarbageNow(); collectGarbageNow();
 process.stdout.write(String('gc' in globalThis));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script]);
     expect(stdout).toBe('false');
+  });
+
+  it('uses the collection `berth start` exposes, without node:vm', async () => {
+    expect(readFileSync(new URL('../../bin/berth.js', import.meta.url), 'utf8')).toContain(`'--expose-gc-as=${EXPOSED_GC}'`);
+    const script = `import { collectGarbageNow } from ${JSON.stringify(new URL('./memory.ts', import.meta.url).href)};
+let calls = 0;
+const real = globalThis.${EXPOSED_GC};
+globalThis.${EXPOSED_GC} = (options) => { calls++; real(options); };
+collectGarbageNow(); collectGarbageNow();
+process.stdout.write(JSON.stringify({ calls, vm: process.moduleLoadList.includes('NativeModule vm'), gc: 'gc' in globalThis }));`;
+    const { stdout } = await run(process.execPath, [`--expose-gc-as=${EXPOSED_GC}`, '--input-type=module', '-e', script]);
+    expect(JSON.parse(stdout)).toEqual({ calls: 2, vm: false, gc: false });
   });
 });
 
