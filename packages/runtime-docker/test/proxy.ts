@@ -34,6 +34,16 @@ export class EngineProxy {
   /** Client connections by their first request line, for {@link cutWhere}. */
   readonly #lines = new Map<net.Socket, string>();
 
+  readonly #answers: Array<{ pattern: RegExp; status: number; body: unknown }> = [];
+
+  /**
+   * Answers the next request whose request line matches `pattern` itself, with `status` and `body`
+   * as JSON (the engine never sees it): an engine answer a test cannot provoke at will.
+   */
+  answerOnce(pattern: RegExp, status: number, body: unknown): void {
+    this.#answers.push({ pattern, status, body });
+  }
+
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
     const server = net.createServer((client) => {
@@ -45,6 +55,12 @@ export class EngineProxy {
         if (this.#refuseHttp10 && line.endsWith('HTTP/1.0')) {
           this.refused++;
           client.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+          return;
+        }
+        const canned = this.#answers.findIndex((a) => a.pattern.test(line));
+        if (canned >= 0) {
+          const [answer] = this.#answers.splice(canned, 1);
+          answerWhole(client, first, answer!.status, answer!.body);
           return;
         }
         this.#pipe(client, first);
@@ -99,6 +115,35 @@ export class EngineProxy {
     await this.cut();
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+/** Reads the whole request (its headers and its Content-Length or chunked body), then answers it and closes. */
+function answerWhole(client: net.Socket, first: Buffer, status: number, body: unknown): void {
+  let received = first;
+  const complete = (): boolean => {
+    const end = received.indexOf('\r\n\r\n');
+    if (end < 0) return false;
+    const headers = received.subarray(0, end).toString('latin1');
+    const length = /^content-length:\s*(\d+)/im.exec(headers);
+    if (length) return received.length - end - 4 >= Number(length[1]);
+    if (/^transfer-encoding:\s*chunked/im.test(headers)) return received.subarray(end + 4).includes('0\r\n\r\n');
+    return true;
+  };
+  const answer = (): void => {
+    const json = JSON.stringify(body);
+    client.end(`HTTP/1.1 ${status} Canned\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
+  };
+  if (complete()) {
+    answer();
+    return;
+  }
+  const onData = (chunk: Buffer): void => {
+    received = Buffer.concat([received, chunk]);
+    if (!complete()) return;
+    client.off('data', onData);
+    answer();
+  };
+  client.on('data', onData);
 }
 
 /** The engine's unix socket: DOCKER_HOST when it is a unix:// address, else /var/run/docker.sock. */
