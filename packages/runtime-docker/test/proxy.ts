@@ -46,7 +46,9 @@ export class EngineProxy {
 
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
-    const server = net.createServer((client) => {
+    // Half-open as a unix socket to dockerd is: a client that ends its side (the held start's
+    // release closes the attach's stdin) still reads the engine's answer (the step's output).
+    const server = net.createServer({ allowHalfOpen: true }, (client) => {
       client.once('data', (first: Buffer) => {
         const line = first.subarray(0, first.indexOf('\r\n')).toString('latin1');
         this.requests.push(line);
@@ -76,7 +78,7 @@ export class EngineProxy {
 
   /** Pipes a client to a new connection to the engine, `first` (bytes already read from it) first. */
   #pipe(client: net.Socket, first?: Buffer): void {
-    const upstream = net.connect(this.#target);
+    const upstream = net.connect({ path: this.#target, allowHalfOpen: true });
     for (const socket of [client, upstream]) {
       this.#sockets.add(socket);
       socket.once('close', () => this.#sockets.delete(socket));
