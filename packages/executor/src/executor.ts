@@ -304,6 +304,7 @@ export class Executor {
     const run = this.#core.run(container);
     this.#core.prepareEnvironment(run);
     container.detach = true;
+    run.setupAsked = true;
     await this.#core.containerCall(run, 'assemble', () => this.runtime.setupContainer(ctx, container, this.build), ctx);
     run.setup = 'created';
   }

@@ -9,13 +9,13 @@
  * The first cases hide the held start (contract 1.4) to check the containers created ahead; the
  * held start itself (each step's container started ahead, released when its step runs) follows.
  */
-import { background, withCancel } from '@berth/context';
+import { background, errOf, withCancel } from '@berth/context';
 import type { Build } from '@berth/pipeline';
-import type { Runtime } from '@berth/runtime';
+import { type Runtime, RuntimeError } from '@berth/runtime';
 import { describe, expect, it } from 'vitest';
 import { runBuild } from '../src/run-build.ts';
 import { ctn, dummy, makeBuild, RecordingReporter, secret } from './helpers.ts';
-import { at, onHeld, recorded, setupInAssemble, withoutHeldStart } from './slow-runtime.ts';
+import { at, intercepted, onHeld, recorded, setupInAssemble, withoutHeldStart } from './slow-runtime.ts';
 
 /**
  * Runs `broken` (exit 2), `skipped` (skipped: the build failed) and `on-failure` (runs only after a
@@ -191,6 +191,47 @@ describe('starting steps held ahead (the runtime’s heldStart, contract 1.4)', 
     expect(calls).toContain('holdContainer second');
     expect(calls).toContain('removeContainer second');
     expect(calls).not.toContain('releaseContainer second');
+    expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
+  });
+
+  it('removes the containers of holds that failed or were cut off after the runtime created them, before the volume and the network', async () => {
+    // The bench's failure (dockerd 20.10): the first step's hold failed (its create answered 500),
+    // which ended exec and cancelled the second step's hold after the engine had created its
+    // container. Neither step's setup resolved, yet both containers existed: destroy removed
+    // neither, and the volume's and the network's removals failed with the containers attached.
+    const { runtime: base, engine } = await dummy();
+    const calls: string[] = [];
+    const atVolumeRemoval: string[] = [];
+    const failedHold = intercepted(base, 'holdContainer', (original) => async (ctx, container, ...args) => {
+      // The runtime created the container and holds it.
+      expect(await original(ctx, container, ...args)).toBe(true);
+      if (container.name === 'first') {
+        throw new RuntimeError('Internal', 'the Docker engine answered 500: failed to mkdir …/_data/src: file exists', {
+          runtime: 'dummy',
+          operation: 'holdContainer',
+        });
+      }
+      // Created and held by the engine, but its caller gave up first: exec ended.
+      await ctx.done();
+      throw errOf(ctx);
+    });
+    const runtime = recorded(
+      intercepted(failedHold, 'removeVolume', (original) => (ctx, build, ...args) => {
+        atVolumeRemoval.push(...engine.owned('test-worker', build.id).containers.map((c) => c.name));
+        return original(ctx, build, ...args);
+      }),
+      calls,
+    );
+    const reporter = new RecordingReporter();
+    const build = makeBuild({ steps: [ctn('first', { commands: ['echo one'] }), ctn('second', { commands: ['echo two'] })] });
+    const result = await runBuild(background(), { build, runtime, reporter });
+    expect(result.status).toBe('error');
+    expect(reporter.last('first')).toMatchObject({ status: 'error' });
+    expect(calls).toContain('holdContainer second');
+    expect(calls).not.toContain('releaseContainer second');
+    expect(at(calls, 'removeContainer first')).toBeLessThan(at(calls, `removeVolume ${build.id}`));
+    expect(at(calls, 'removeContainer second')).toBeLessThan(at(calls, `removeVolume ${build.id}`));
+    expect(atVolumeRemoval).toEqual([]);
     expect(engine.containers.size + engine.networks.size + engine.volumes.size).toBe(0);
   });
 });

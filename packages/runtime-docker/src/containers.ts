@@ -371,13 +371,37 @@ function createBody(s: RuntimeState, container: Container, build: Build, image: 
   });
 }
 
+/**
+ * Whether the engine refused a create because another create filled the build's volume at the same
+ * time. dockerd copies what the image (with the working directory it just made) holds at a volume's
+ * mount point into the volume when the volume is empty, at create (moby daemon/create_unix.go
+ * createContainerOSSpecificSettings → populateVolumes → container.CopyImagePathContent): two creates
+ * at once on a fresh volume both find it empty and copy, and the later one fails on a directory the
+ * other made, `500 failed to mkdir /var/lib/docker/volumes/<volume>/_data/src: … file exists`
+ * (moby/moby#47021; 1 in 150 pairs of creates joining a network on dockerd 20.10 here). The engine
+ * removed the container it could not create, and the volume is no longer empty: the same create
+ * again goes through.
+ */
+function volumeCopyRace(error: unknown): boolean {
+  return statusOf(error) === 500 && /failed to mkdir \S*\/_data\b.*file exists/i.test(engineMessage(error));
+}
+
+/** How many times a create refused by {@link volumeCopyRace} is sent again. */
+const COPY_RACE_RETRIES = 2;
+
 async function create(s: RuntimeState, ctx: Context, where: Where, record: ContainerRecord): Promise<void> {
   const body = record.body;
   if (!body) return;
   // Split query and body, or dockerode sends every option in the query string too (issues 144, 721).
-  const request = s.creation(record.buildId, () =>
-    s.docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions),
-  );
+  const request = s.creation(record.buildId, async () => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await s.docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions);
+      } catch (error) {
+        if (!volumeCopyRace(error) || attempt >= COPY_RACE_RETRIES || ctx.signal.aborted) throw error;
+      }
+    }
+  });
   await s.call(
     ctx,
     where,

@@ -34,9 +34,21 @@ export class EngineProxy {
   /** Client connections by their first request line, for {@link cutWhere}. */
   readonly #lines = new Map<net.Socket, string>();
 
+  readonly #answers: Array<{ pattern: RegExp; status: number; body: unknown }> = [];
+
+  /**
+   * Answers the next request whose request line matches `pattern` itself, with `status` and `body`
+   * as JSON (the engine never sees it): an engine answer a test cannot provoke at will.
+   */
+  answerOnce(pattern: RegExp, status: number, body: unknown): void {
+    this.#answers.push({ pattern, status, body });
+  }
+
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
-    const server = net.createServer((client) => {
+    // Half-open as a unix socket to dockerd is: a client that ends its side (the held start's
+    // release closes the attach's stdin) still reads the engine's answer (the step's output).
+    const server = net.createServer({ allowHalfOpen: true }, (client) => {
       client.once('data', (first: Buffer) => {
         const line = first.subarray(0, first.indexOf('\r\n')).toString('latin1');
         this.requests.push(line);
@@ -45,6 +57,12 @@ export class EngineProxy {
         if (this.#refuseHttp10 && line.endsWith('HTTP/1.0')) {
           this.refused++;
           client.end('HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+          return;
+        }
+        const canned = this.#answers.findIndex((a) => a.pattern.test(line));
+        if (canned >= 0) {
+          const [answer] = this.#answers.splice(canned, 1);
+          answerWhole(client, first, answer!.status, answer!.body);
           return;
         }
         this.#pipe(client, first);
@@ -60,7 +78,7 @@ export class EngineProxy {
 
   /** Pipes a client to a new connection to the engine, `first` (bytes already read from it) first. */
   #pipe(client: net.Socket, first?: Buffer): void {
-    const upstream = net.connect(this.#target);
+    const upstream = net.connect({ path: this.#target, allowHalfOpen: true });
     for (const socket of [client, upstream]) {
       this.#sockets.add(socket);
       socket.once('close', () => this.#sockets.delete(socket));
@@ -99,6 +117,35 @@ export class EngineProxy {
     await this.cut();
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+/** Reads the whole request (its headers and its Content-Length or chunked body), then answers it and closes. */
+function answerWhole(client: net.Socket, first: Buffer, status: number, body: unknown): void {
+  let received = first;
+  const complete = (): boolean => {
+    const end = received.indexOf('\r\n\r\n');
+    if (end < 0) return false;
+    const headers = received.subarray(0, end).toString('latin1');
+    const length = /^content-length:\s*(\d+)/im.exec(headers);
+    if (length) return received.length - end - 4 >= Number(length[1]);
+    if (/^transfer-encoding:\s*chunked/im.test(headers)) return received.subarray(end + 4).includes('0\r\n\r\n');
+    return true;
+  };
+  const answer = (): void => {
+    const json = JSON.stringify(body);
+    client.end(`HTTP/1.1 ${status} Canned\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
+  };
+  if (complete()) {
+    answer();
+    return;
+  }
+  const onData = (chunk: Buffer): void => {
+    received = Buffer.concat([received, chunk]);
+    if (!complete()) return;
+    client.off('data', onData);
+    answer();
+  };
+  client.on('data', onData);
 }
 
 /** The engine's unix socket: DOCKER_HOST when it is a unix:// address, else /var/run/docker.sock. */

@@ -22,6 +22,12 @@ export class ContainerRun {
    * execStep releases it instead of running it (then `created`); `none` again once removed.
    */
   setup: 'none' | 'created' | 'held' = 'none';
+  /**
+   * The runtime was asked to set its container up (setupContainer, holdContainer) and it was not
+   * removed since: a container may exist even when that setup failed or its caller gave up (an
+   * engine finishes a create it received; a hold may fail after its create). Destroy removes it.
+   */
+  setupAsked = false;
   /** runContainer resolved: a container exists that must be removed. */
   ran = false;
   /** waitContainer resolved: the container has ended. */

@@ -29,6 +29,7 @@ function run(fields: Partial<DestroyedRun>): DestroyedRun {
     container: emptyContainer({ id: 'step_a', name: 'a' }),
     status: 'success',
     setup: 'created',
+    setupAsked: true,
     ran: true,
     exited: false,
     exitCode: 0,
@@ -55,12 +56,13 @@ describe('removeContainerOf (go-vela/worker executor/linux/step.go DestroyStep)'
     expect(r).toMatchObject({ exited: true, exitCode: 3 });
   });
 
-  it('a container that never ran is only removed; one never created is left alone', async () => {
+  it('a container that never ran is only removed, also when its setup failed (it may exist); one never asked for is left alone', async () => {
     const { runtime, calls } = recordingRuntime();
     const wait = (): Promise<void> => Promise.resolve(void calls.push('waitForStream'));
     await removeContainerOf(background(), run({ ran: false }), wait, { runtime, budgetMs: 1_000, logger: {} });
     await removeContainerOf(background(), run({ ran: false, setup: 'none' }), wait, { runtime, budgetMs: 1_000, logger: {} });
-    expect(calls).toEqual(['removeContainer']);
+    await removeContainerOf(background(), run({ ran: false, setup: 'none', setupAsked: false }), wait, { runtime, budgetMs: 1_000, logger: {} });
+    expect(calls).toEqual(['removeContainer', 'removeContainer']);
   });
 
   it('each wait gets its own budget: a stream that never ends is cut by the budget and removal still runs', async () => {

@@ -35,6 +35,8 @@ export interface DestroyedRun {
   readonly status: Status;
   /** How far its container is set up (`held`: started, waiting for its go signal). */
   readonly setup: 'none' | 'created' | 'held';
+  /** A setup was asked for and its container not removed since: it may exist even though the setup did not resolve. */
+  readonly setupAsked: boolean;
   /** runContainer resolved. */
   readonly ran: boolean;
   /** The container has ended (set here when an inspect finds it exited). */
@@ -45,7 +47,8 @@ export interface DestroyedRun {
 /**
  * Removes the run's container: an ended one after its log was read (`waitForStream`), a running
  * one (a service, a detached step, a step the build stopped waiting for) inspected then removed,
- * which ends its stream; one that never ran only removed. Each call in its own budget.
+ * which ends its stream; one that never ran only removed, when a setup was asked for (it may exist
+ * even if the setup failed). Each call in its own budget.
  */
 export async function removeContainerOf(
   ctx: Context,
@@ -84,7 +87,10 @@ export async function removeContainerOf(
     }
     await remove();
     await waitStream();
-  } else if (run.setup !== 'none') {
+  } else if (run.setup !== 'none' || run.setupAsked) {
+    // Also one whose setup failed or was cut off: the runtime may have created it, and the volume
+    // and the network go only once no container is attached to them (go-vela/worker
+    // executor/linux/step.go DestroyStep inspects and removes the container of every step).
     await remove();
   }
 }

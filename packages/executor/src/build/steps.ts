@@ -24,6 +24,7 @@ export async function createStep(core: BuildCore, ctx: Context, container: Conta
   const run = core.run(container);
   if (run.kind === 'init') return;
   if (!prepareStep(core, run)) return;
+  run.setupAsked = true;
   await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
   run.setup = 'created';
 }
@@ -165,14 +166,17 @@ async function setupWithOutputs(core: BuildCore, ctx: Context, run: ContainerRun
     throw new ExecutorError('exec', `step "${run.container.name}"`, run.error);
   }
   const container = run.container;
-  if (run.setup !== 'none') {
+  // Also one whose setup ahead failed: the runtime may have created it, and its name is the new one's.
+  if (run.setup !== 'none' || run.setupAsked) {
     await core.containerCall(run, 'exec', () => core.runtime.removeContainer(ctx, container), ctx);
     run.setup = 'none';
+    run.setupAsked = false;
     run.unhold?.();
   }
   Object.assign(container, fresh);
   run.deferred = false;
   if (run.late) return;
+  run.setupAsked = true;
   await core.containerCall(run, 'exec', () => core.runtime.setupContainer(ctx, container, core.build), ctx);
   run.setup = 'created';
 }
@@ -284,6 +288,7 @@ export async function createSteps(core: BuildCore, ctx: Context, steps: readonly
       // Set up here after all: the image is missing (or could not be inspected).
       run.late = false;
       run.prefetch = false;
+      run.setupAsked = true;
       await core.containerCall(run, 'assemble', () => core.runtime.setupContainer(ctx, step, core.build), ctx);
       run.setup = 'created';
     } else if (!run.deferred) {
@@ -404,6 +409,7 @@ function startHold(core: BuildCore, ctx: Context, run: ContainerRun, places: Hel
     places.give();
   };
   const runtime = core.runtime as RuntimeWithHeldStart;
+  run.setupAsked = true;
   const creating = Promise.resolve()
     .then(() => runtime.holdContainer(ctx, run.container, core.build))
     .then(async (held) => {
@@ -422,6 +428,7 @@ function startHold(core: BuildCore, ctx: Context, run: ContainerRun, places: Hel
 }
 
 function startSetup(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
+  run.setupAsked = true;
   const creating = Promise.resolve()
     .then(() => core.runtime.setupContainer(ctx, run.container, core.build))
     .then(() => {
@@ -442,18 +449,16 @@ async function setUpLate(core: BuildCore, ctx: Context, run: ContainerRun): Prom
 
 /**
  * Removes the container set up ahead for a step that is not run (its ruleset did not match), as
- * soon as its setup settled. A removal that fails is left to destroyBuild.
+ * soon as its setup settled, also when that setup failed (the runtime may have created it). A
+ * removal that fails is left to destroyBuild.
  */
 async function removeUnrun(core: BuildCore, ctx: Context, run: ContainerRun): Promise<void> {
   if (run.creating === undefined) return;
-  try {
-    await run.creating;
-  } catch {
-    return; // Nothing was set up; what the runtime may have left is removeBuild's.
-  }
+  await run.creating.catch(() => undefined);
   try {
     await core.runtime.removeContainer(ctx, run.container);
     run.setup = 'none';
+    run.setupAsked = false;
   } catch (error) {
     core.log.warn?.(`step ${run.container.name}: removing its container (it did not run): ${messageOf(error)}`);
   }
