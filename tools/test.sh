@@ -17,7 +17,7 @@
 #   9. every package's tests, each writing a JSON report, in two lanes at once:
 #      - the cluster lane: the packages whose tests use the real cluster (those that depend on
 #        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 1: with the local lane beside it, two more test processes made the real-cluster timings flake) at a time;
-#      - the local lane: every other package (Docker, kube-sim, Redis; never the real cluster),
+#      - the local lane: every other package but the tail group below (Docker, kube-sim, Redis),
 #        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
 #        (runtime-kubernetes) that do not use the real cluster; BERTH_TEST_WORKERS (default 2) of
 #        a package's test files at once (vitest.shared.ts). Those files mostly wait on Docker,
@@ -25,7 +25,8 @@
 #        worker's from ~390 s to ~160 s, runtime-kubernetes' local files from 247 s to 127 s.
 #      The cluster lane then runs the two cases that need the cluster alone (log rotation, the
 #      apiserver restarted), once runtime-kubernetes' local files (the local lane's first) are done,
-#      and beside them tools/ship's tests (npm and Docker, no cluster); then it stops the cluster.
+#      and beside them the tail group: tools/ship (npm and Docker) and the light packages (no Docker,
+#      kube-sim, Redis or cluster), two at once; then it stops the cluster.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -134,20 +135,33 @@ tests_started=$(date +%s)
 # The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()). One
 # whose vitest.config.ts names its realClusterFiles (vitest.shared.ts) runs in both lanes: those
 # files in the cluster lane, the others in the local lane (BERTH_TEST_LANE).
-cluster_filters=() local_filters=()
-while read -r name split; do
-  cluster_filters+=("--filter=$name")
-  [ "$split" = split ] || local_filters+=("--filter=!$name")
+# The packages that run beside the alone cases (the tail group): tools/ship (npm and the worker image)
+# and those that use neither the cluster, kube-sim, Docker (dockerode, runtime-docker) nor Redis.
+cluster_filters=() local_filters=() tail_filters=()
+while read -r name kind; do
+  case $kind in
+    cluster | split)
+      cluster_filters+=("--filter=$name")
+      [ "$kind" = split ] || local_filters+=("--filter=!$name")
+      ;;
+    tail)
+      tail_filters+=("--filter=$name")
+      local_filters+=("--filter=!$name")
+      ;;
+  esac
 done < <(node -e '
   const { existsSync, readFileSync, readdirSync } = require("node:fs");
+  const heavy = ["@berth/kube-cluster", "@berth/kube-sim", "@berth/runtime-docker", "dockerode", "ioredis"];
   for (const dir of ["apps", "packages", "tools"])
     for (const pkg of readdirSync(dir)) {
       let m;
       try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
       const deps = { ...m.dependencies, ...m.devDependencies };
-      if (m.name !== "@berth/kube-cluster" && !("@berth/kube-cluster" in deps)) continue;
-      const config = `${dir}/${pkg}/vitest.config.ts`;
-      console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "");
+      if (m.name === "@berth/kube-cluster" || "@berth/kube-cluster" in deps) {
+        const config = `${dir}/${pkg}/vitest.config.ts`;
+        console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "cluster");
+      } else if (m.name === "@berth/tool-ship" || !heavy.some((d) => d in deps)) console.log(m.name, "tail");
+      else console.log(m.name, "local");
     }')
 if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@]} -eq 0 ]; then
   pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
@@ -161,25 +175,28 @@ else
   # test's process, and beside the alone cases a fresh-clone run failed the 50 MiB case's memory
   # bound and a kube-sim rotation case. Their reports: berth__runtime-kubernetes.alone.json and
   # .alone.files.json (vitest.shared.ts).
-  # Beside the alone cases it runs tools/ship's tests (every package packed, linted and installed
-  # with npm into a project outside the workspace; the worker image): they use neither the cluster
-  # nor kube-sim, mostly wait on npm and Docker, and were 138 s of the local lane, the longer one.
-  # Then it stops the cluster it started, while the local lane may still run.
-  ship_filter=--filter=@berth/tool-ship
+  # Beside the alone cases it runs the tail group (above), two packages at once: tools/ship's tests
+  # (every package packed, linted and installed with npm into a project outside the workspace; the
+  # worker image) mostly wait on npm and Docker, and were 138 s of the local lane, the longer one;
+  # the others are light (7 packages, ~40 s of tests and ~30 s of vitest start-ups). Then it stops
+  # the cluster it started, while the local lane may still run.
   rk_local_done="$(mktemp -u)" cluster_stopped="$(mktemp -u)"
   set -m
   (
     BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}"
     status=$?
     echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
-    BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --log-order=grouped --ui=stream "$ship_filter" &
-    ship=$!
+    tail_group=true
+    if [ ${#tail_filters[@]} -gt 0 ]; then
+      BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped --ui=stream "${tail_filters[@]}" &
+      tail_group=$!
+    fi
     while [ ! -e "$rk_local_done" ]; do sleep 2; done
-    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL); beside them, tools/ship"
+    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL); beside them, the tail group (tools/ship and the light packages)"
     (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
       test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
-    wait "$ship" || status=1
-    echo "[tests] cluster lane, its alone cases and tools/ship done after $(($(date +%s) - tests_started)) s"
+    [ "$tail_group" = true ] || wait "$tail_group" || status=1
+    echo "[tests] cluster lane, its alone cases and the tail group done after $(($(date +%s) - tests_started)) s"
     if $cluster_started; then
       bash tools/kube-cluster/cluster.sh stop && echo stopped >"$cluster_stopped" || echo "did not stop" >"$cluster_stopped"
     fi
@@ -194,7 +211,7 @@ else
   test_status=0
   local_lane --filter=@berth/runtime-kubernetes || test_status=1
   touch "$rk_local_done"
-  local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes "--filter=!${ship_filter#--filter=}" || test_status=1
+  local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes || test_status=1
   echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
   wait "$cluster_lane" || test_status=1
   rm -f "$rk_local_done"
