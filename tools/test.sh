@@ -9,24 +9,29 @@
 #      builds its binaries from the Go module proxy: about 5–10 minutes on 2 cores, then cached)
 #   6. the build (turbo, cached): every package's dist/ and the compiled `berth` command, which
 #      bin/berth.js then runs while it is fresh (its tests cover the source fallback too)
-#   7. the worker image (tools/ship/image.sh), which the fleet lane (tools/fleet) runs in the
-#      cluster, built in the background during step 8
-#   8. at once, each on its own: the dependency-boundary check (tools/deps), formatting (prettier),
+#   7. the worker image (tools/ship/image.sh), which tools/fleet runs in the cluster and tools/ship
+#      with Docker, built in the background during steps 8 and 9
+#   8. with the real cluster and no package filters, the cluster lane starts (step 10): beside the
+#      checks, as it is the longer lane (~770 s against the local lane's ~630 s)
+#   9. at once, each on its own: the dependency-boundary check (tools/deps), formatting (prettier),
 #      unused code (knip), typecheck and lint (the workspace as one program: `pnpm typecheck`,
 #      `pnpm lint`; with package filters, those packages' own through turbo)
-#   9. every package's tests, each writing a JSON report, in two lanes at once:
+#  10. every package's tests, each writing a JSON report, in two lanes at once:
 #      - the cluster lane: the packages whose tests use the real cluster (those that depend on
-#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 1: with the local lane beside it, two more test processes made the real-cluster timings flake) at a time;
-#      - the local lane: every other package but the tail group below (Docker, kube-sim, Redis),
-#        BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the files of a split package
-#        (runtime-kubernetes) that do not use the real cluster; BERTH_TEST_WORKERS (default 2) of
-#        a package's test files at once (vitest.shared.ts). Those files mostly wait on Docker,
-#        kube-sim and child processes: two at once took kube-sim's tests from 264 s to 126 s, the
-#        worker's from ~390 s to ~160 s, runtime-kubernetes' local files from 247 s to 127 s.
+#        @berth/kube-cluster), BERTH_TEST_CLUSTER_CONCURRENCY (default 1: with the local lane
+#        beside it, two more test processes made the real-cluster timings flake) at a time,
+#        tools/fleet last, once the worker image is built;
+#      - the local lane, once the checks are done: every other package but the light ones below
+#        (Docker, kube-sim, Redis, npm), BERTH_TEST_LOCAL_CONCURRENCY (default 1) at a time, and the
+#        files of a split package (runtime-kubernetes) that do not use the real cluster;
+#        BERTH_TEST_WORKERS (default 2) of a package's test files at once (vitest.shared.ts). Those
+#        files mostly wait on Docker, kube-sim and child processes: two at once took kube-sim's
+#        tests from 264 s to 126 s, the worker's from ~390 s to ~160 s, runtime-kubernetes' local
+#        files from 247 s to 127 s.
 #      The cluster lane then runs the two cases that need the cluster alone (log rotation, the
 #      apiserver restarted), once runtime-kubernetes' local files (the local lane's first) are done,
-#      and beside them the tail group: tools/ship (npm and Docker) and the light packages (no Docker,
-#      kube-sim, Redis or cluster), two at once; then it stops the cluster.
+#      and beside them the light packages (no Docker, kube-sim, Redis or cluster), two at once;
+#      then it stops the cluster.
 #      The totals end the output: `tests: N passed, N failed[, N skipped]`, after each package's
 #      time and the slowest files.
 #
@@ -80,12 +85,114 @@ fi
 step "build (compiled JavaScript for the berth command)"
 pnpm exec turbo run build --output-logs=errors-only "$@" || failed_steps+=("build")
 
-# The worker image builds while the checks below run: its own turbo build is then all cache hits,
-# and the checks read the sources, never dist/ or the image's build context.
-step "worker image (tools/ship/image.sh), for the fleet lane (tools/fleet): building beside the checks"
-image_log="$(mktemp)"
-bash tools/ship/image.sh >"$image_log" 2>&1 &
+# The worker image builds in the background, beside the checks and the cluster lane's first
+# packages: its own turbo build is then all cache hits, and the checks read the sources, never dist/
+# or the image's build context. tools/fleet (in the cluster lane) runs it in the cluster, once it is
+# built; tools/ship (in the local lane) runs it with Docker.
+step "worker image (tools/ship/image.sh): building in the background"
+image_log="$(mktemp)" image_built="$(mktemp -u)"
+(
+  bash tools/ship/image.sh >"$image_log" 2>&1
+  status=$?
+  echo "$status" >"$image_built"
+  exit "$status"
+) &
 image_job=$!
+
+export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
+rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
+# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()). One
+# whose vitest.config.ts names its realClusterFiles (vitest.shared.ts) runs in both lanes: those
+# files in the cluster lane, the others in the local lane (BERTH_TEST_LANE).
+# The packages that run beside the alone cases (the tail group): those that use neither the cluster,
+# kube-sim, Docker (dockerode, runtime-docker) nor Redis.
+cluster_filters=() local_filters=() tail_filters=()
+while read -r name kind; do
+  case $kind in
+    cluster | split)
+      cluster_filters+=("--filter=$name")
+      [ "$kind" = split ] || local_filters+=("--filter=!$name")
+      ;;
+    tail)
+      tail_filters+=("--filter=$name")
+      local_filters+=("--filter=!$name")
+      ;;
+  esac
+done < <(node -e '
+  const { existsSync, readFileSync, readdirSync } = require("node:fs");
+  const heavy = ["@berth/kube-cluster", "@berth/kube-sim", "@berth/runtime-docker", "dockerode", "ioredis"];
+  for (const dir of ["apps", "packages", "tools"])
+    for (const pkg of readdirSync(dir)) {
+      let m;
+      try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
+      const deps = { ...m.dependencies, ...m.devDependencies };
+      if (m.name === "@berth/kube-cluster" || "@berth/kube-cluster" in deps) {
+        const config = `${dir}/${pkg}/vitest.config.ts`;
+        console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "cluster");
+      } else if (m.name !== "@berth/tool-ship" && !heavy.some((d) => d in deps)) console.log(m.name, "tail");
+      else console.log(m.name, "local");
+    }')
+# With the real cluster and no package filters, the tests run in two lanes (the header, step 10).
+lanes=false
+[ $# -eq 0 ] && [ -n "${BERTH_REAL_KUBECONFIG:-}" ] && [ ${#cluster_filters[@]} -gt 0 ] && lanes=true
+# The package of the cluster lane that runs the worker image: after the others, once it is built.
+image_filter=--filter=@berth/fleet
+
+if $lanes; then
+  # The cluster lane starts at once, beside the checks (about a minute of them on both cores), and
+  # runs in the background, in its own process group (stopped with the command). Its packages
+  # mostly wait on the cluster; the lane is the test run's longest (about 770 s in the last
+  # fresh-clone runs, against the local lane's 630 s), so it starts first.
+  # After its packages, it runs the two real-cluster cases that need the cluster alone: twenty-odd
+  # 50 MiB logs through the one kubelet (log rotation), and the apiserver restarted mid-build, which
+  # takes the whole cluster's API away for seconds. They wait for runtime-kubernetes' local files
+  # too, which the local lane runs first: those carry every log byte of their kube-sim cases in the
+  # test's process, and beside the alone cases a fresh-clone run failed the 50 MiB case's memory
+  # bound and a kube-sim rotation case. Their reports: berth__runtime-kubernetes.alone.json and
+  # .alone.files.json (vitest.shared.ts).
+  # Beside the alone cases it runs the tail group (above), two packages at once: 7 light packages,
+  # ~40 s of tests and ~30 s of vitest start-ups, which had been in the local lane. Then it stops
+  # the cluster it started, while the local lane may still run.
+  step "tests: the cluster lane starts, beside the checks"
+  tests_started=$(date +%s)
+  rk_local_done="$(mktemp -u)" cluster_stopped="$(mktemp -u)"
+  set -m
+  (
+    cluster_turbo() {
+      BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "$@"
+    }
+    cluster_turbo "${cluster_filters[@]}" "--filter=!${image_filter#--filter=}"
+    status=$?
+    if printf '%s\n' "${cluster_filters[@]}" | grep -qx -- "$image_filter"; then
+      while [ ! -e "$image_built" ]; do sleep 2; done
+      if [ "$(cat "$image_built")" = 0 ]; then
+        cluster_turbo "$image_filter" || status=1
+      else
+        echo "[tests] ${image_filter#--filter=} not run: the worker image did not build (see the \"worker image\" step)"
+        status=1
+      fi
+    fi
+    echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
+    tail_group=true
+    if [ ${#tail_filters[@]} -gt 0 ]; then
+      BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped --ui=stream "${tail_filters[@]}" &
+      tail_group=$!
+    fi
+    while [ ! -e "$rk_local_done" ]; do sleep 2; done
+    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL); beside them, the light packages"
+    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
+      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
+    [ "$tail_group" = true ] || wait "$tail_group" || status=1
+    echo "[tests] cluster lane, its alone cases and the light packages done after $(($(date +%s) - tests_started)) s"
+    if $cluster_started; then
+      bash tools/kube-cluster/cluster.sh stop && echo stopped >"$cluster_stopped" || echo "did not stop" >"$cluster_stopped"
+    fi
+    exit $status
+  ) </dev/null &
+  cluster_lane=$!
+  set +m
+  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; rm -f "$rk_local_done" "$image_built"; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
+fi
 
 # The checks read the sources only, each on one core: they run at once, each into its own log,
 # printed in this order when all are done. Without package filters, typecheck and lint check the
@@ -124,87 +231,17 @@ if wait "$image_job"; then
   # tools/ship's image test then runs this image rather than building it again.
   export BERTH_WORKER_IMAGE_BUILT=1
 else
-  failed_steps+=("worker image: the fleet lane cannot run without it")
+  failed_steps+=("worker image: tools/fleet and tools/ship cannot run without it")
 fi
 cat "$image_log" && rm -f "$image_log"
 
 step "tests"
-export BERTH_TEST_REPORT_DIR="$BERTH_ROOT/.reports/vitest"
-rm -rf "$BERTH_TEST_REPORT_DIR" && mkdir -p "$BERTH_TEST_REPORT_DIR"
-tests_started=$(date +%s)
-# The packages whose tests use the real cluster depend on @berth/kube-cluster (realCluster()). One
-# whose vitest.config.ts names its realClusterFiles (vitest.shared.ts) runs in both lanes: those
-# files in the cluster lane, the others in the local lane (BERTH_TEST_LANE).
-# The packages that run beside the alone cases (the tail group): tools/ship (npm and the worker image)
-# and those that use neither the cluster, kube-sim, Docker (dockerode, runtime-docker) nor Redis.
-cluster_filters=() local_filters=() tail_filters=()
-while read -r name kind; do
-  case $kind in
-    cluster | split)
-      cluster_filters+=("--filter=$name")
-      [ "$kind" = split ] || local_filters+=("--filter=!$name")
-      ;;
-    tail)
-      tail_filters+=("--filter=$name")
-      local_filters+=("--filter=!$name")
-      ;;
-  esac
-done < <(node -e '
-  const { existsSync, readFileSync, readdirSync } = require("node:fs");
-  const heavy = ["@berth/kube-cluster", "@berth/kube-sim", "@berth/runtime-docker", "dockerode", "ioredis"];
-  for (const dir of ["apps", "packages", "tools"])
-    for (const pkg of readdirSync(dir)) {
-      let m;
-      try { m = JSON.parse(readFileSync(`${dir}/${pkg}/package.json`, "utf8")); } catch { continue; }
-      const deps = { ...m.dependencies, ...m.devDependencies };
-      if (m.name === "@berth/kube-cluster" || "@berth/kube-cluster" in deps) {
-        const config = `${dir}/${pkg}/vitest.config.ts`;
-        console.log(m.name, existsSync(config) && readFileSync(config, "utf8").includes("realClusterFiles") ? "split" : "cluster");
-      } else if (m.name === "@berth/tool-ship" || !heavy.some((d) => d in deps)) console.log(m.name, "tail");
-      else console.log(m.name, "local");
-    }')
-if [ $# -gt 0 ] || [ -z "${BERTH_REAL_KUBECONFIG:-}" ] || [ ${#cluster_filters[@]} -eq 0 ]; then
+local_started=$(date +%s)
+if ! $lanes; then
+  tests_started=$local_started
   pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped "$@"
   test_status=$?
 else
-  # The cluster lane runs in the background, in its own process group (stopped with the command).
-  # After its packages, it runs the two real-cluster cases that need the cluster alone: twenty-odd
-  # 50 MiB logs through the one kubelet (log rotation), and the apiserver restarted mid-build, which
-  # takes the whole cluster's API away for seconds. They wait for runtime-kubernetes' local files
-  # too, which the local lane runs first: those carry every log byte of their kube-sim cases in the
-  # test's process, and beside the alone cases a fresh-clone run failed the 50 MiB case's memory
-  # bound and a kube-sim rotation case. Their reports: berth__runtime-kubernetes.alone.json and
-  # .alone.files.json (vitest.shared.ts).
-  # Beside the alone cases it runs the tail group (above), two packages at once: tools/ship's tests
-  # (every package packed, linted and installed with npm into a project outside the workspace; the
-  # worker image) mostly wait on npm and Docker, and were 138 s of the local lane, the longer one;
-  # the others are light (7 packages, ~40 s of tests and ~30 s of vitest start-ups). Then it stops
-  # the cluster it started, while the local lane may still run.
-  rk_local_done="$(mktemp -u)" cluster_stopped="$(mktemp -u)"
-  set -m
-  (
-    BERTH_TEST_LANE=cluster pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_CLUSTER_CONCURRENCY:-1}" --log-order=grouped --ui=stream "${cluster_filters[@]}"
-    status=$?
-    echo "[tests] cluster lane done after $(($(date +%s) - tests_started)) s"
-    tail_group=true
-    if [ ${#tail_filters[@]} -gt 0 ]; then
-      BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency=2 --log-order=grouped --ui=stream "${tail_filters[@]}" &
-      tail_group=$!
-    fi
-    while [ ! -e "$rk_local_done" ]; do sleep 2; done
-    step "real Kubernetes cluster, alone: log rotation (50 MiB logs until 3 rotated while read), the apiserver restarted mid-build (SIGTERM, SIGKILL); beside them, the tail group (tools/ship and the light packages)"
-    (cd packages/runtime-kubernetes && BERTH_TEST_LANE=alone BERTH_REAL_CLUSTER_ALONE=1 pnpm exec vitest run --no-file-parallelism \
-      test/log-rotation-real.test.ts test/apiserver-restart-real.test.ts) || status=1
-    [ "$tail_group" = true ] || wait "$tail_group" || status=1
-    echo "[tests] cluster lane, its alone cases and the tail group done after $(($(date +%s) - tests_started)) s"
-    if $cluster_started; then
-      bash tools/kube-cluster/cluster.sh stop && echo stopped >"$cluster_stopped" || echo "did not stop" >"$cluster_stopped"
-    fi
-    exit $status
-  ) </dev/null &
-  cluster_lane=$!
-  set +m
-  trap 'kill -TERM -- -"$cluster_lane" 2>/dev/null; rm -f "$rk_local_done"; $cluster_started && bash tools/kube-cluster/cluster.sh stop; exit 130' INT TERM
   local_lane() {
     BERTH_TEST_LANE=local BERTH_TEST_WORKERS="${BERTH_TEST_WORKERS:-2}" pnpm exec turbo run test --continue --concurrency="${BERTH_TEST_LOCAL_CONCURRENCY:-1}" --log-order=grouped --ui=stream "$@"
   }
@@ -212,9 +249,9 @@ else
   local_lane --filter=@berth/runtime-kubernetes || test_status=1
   touch "$rk_local_done"
   local_lane "${local_filters[@]}" --filter=!@berth/runtime-kubernetes || test_status=1
-  echo "[tests] local lane done after $(($(date +%s) - tests_started)) s"
+  echo "[tests] local lane done after $(($(date +%s) - local_started)) s"
   wait "$cluster_lane" || test_status=1
-  rm -f "$rk_local_done"
+  rm -f "$rk_local_done" "$image_built"
   if [ -e "$cluster_stopped" ]; then
     [ "$(cat "$cluster_stopped")" = stopped ] || failed_steps+=("stopping the real Kubernetes cluster (after the cluster lane)")
     cluster_started=false
