@@ -89,9 +89,12 @@ async function start(s: RuntimeState, ctx: Context, where: Where, record: Contai
   record.attach?.close();
   record.attach = undefined;
   const stop = afterFunc(ctx, () => controller.abort(ctx.signal.reason));
+  // The `die` event tells the exit before the wait does (exit-events.ts); the wait stays the fallback.
+  const died = record.id === undefined ? undefined : s.exitEvents.exitOf(record.id, controller.signal);
   const [subscribed, attached] = await Promise.allSettled([
     s.call(ctx, where, () => subscribeExit(s, record.name, controller.signal)),
     s.call(ctx, where, (signal) => openAttach(s.connection, record.name, signal, held)),
+    died && s.exitEvents.listen(controller.signal),
   ]);
   stop();
   if (subscribed.status === 'rejected' || (attached.status === 'rejected' && ctx.signal.aborted)) {
@@ -104,7 +107,9 @@ async function start(s: RuntimeState, ctx: Context, where: Where, record: Contai
     record.waitController = undefined;
     return false;
   }
-  const { exit } = subscribed.value;
+  const exit = died ? Promise.race([subscribed.value.exit, died]) : subscribed.value.exit;
+  // Answered by the wait alone (no event came, or not yet): the events need not be read for it any more.
+  if (died) void exit.finally(() => s.exitEvents.forget(record.id!)).catch(() => undefined);
   // An attach that failed leaves the log file alone; the start tells whether the engine is there.
   if (attached.status === 'fulfilled' && attached.value) {
     record.attach = new PendingAttach(attached.value, s.logStallMs);
@@ -237,6 +242,16 @@ export async function waitContainer(s: RuntimeState, ctx: Context, container: Co
           : undefined,
     );
     statusCode = result.StatusCode;
+    // Told by the `die` event, a success that nobody signalled needs no confirmation: an inspect
+    // would wait for the engine's clean-up, the very time the event saves (exit-events.ts). One
+    // that was signalled is confirmed as before: a dockerd shutting down stops its containers
+    // (moby daemon/daemon.go `Shutdown` → `shutdownContainer` → `containerStop`, a `kill` event)
+    // after it closed its listener but not the open connections (cmd/dockerd/daemon.go: the trap's
+    // `cli.stop` → api/server `HTTPServer.Close` closes the listener only), so a step that exits
+    // 0 on SIGTERM would read as a success; the inspect, on a new connection, finds the engine gone.
+    if (result.oomKilled !== undefined && statusCode === 0 && result.killed === false) {
+      return { exitCode: 0, reason: result.oomKilled ? 'OOMKilled' : 'Completed' };
+    }
   } else {
     // Not started by this runtime (or the subscription is gone): ask the engine.
     const status = await inspectContainer(s, ctx, container).catch((error: unknown) => {
@@ -396,7 +411,9 @@ async function create(s: RuntimeState, ctx: Context, where: Where, record: Conta
   const request = s.creation(record.buildId, async () => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await s.docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions);
+        const created = await s.docker.createContainer({ _query: { name: record.name }, _body: body } as unknown as Docker.ContainerCreateOptions);
+        record.id = created.id;
+        return created;
       } catch (error) {
         if (!volumeCopyRace(error) || attempt >= COPY_RACE_RETRIES || ctx.signal.aborted) throw error;
       }

@@ -179,6 +179,7 @@ export class DockerRuntime implements Runtime {
     if (s.closed) return;
     s.closed = true;
     for (const id of [...s.containers.keys()]) s.forget(id);
+    s.exitEvents.close();
     s.connection.close();
     return Promise.resolve();
   }

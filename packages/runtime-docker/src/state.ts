@@ -15,6 +15,7 @@ import { type ContainerLimits, engineName } from './container-spec.ts';
 import { type EngineDescription, engineMessage, runtimeError, statusOf, type Where } from './errors.ts';
 import { type ResolvedImage, resolveImage } from './image-ref.ts';
 import type { PendingAttach } from './logs.ts';
+import { ExitEvents } from './exit-events.ts';
 import { pullImage } from './pull.ts';
 import type { AllowedVolume } from './volumes.ts';
 
@@ -27,12 +28,17 @@ export interface Dialer {
 export interface ContainerRecord {
   /** The engine's container name. */
   readonly name: string;
+  /** The engine's id of the container, once created (the `die` events name it: exit-events.ts). */
+  id?: string | undefined;
   readonly buildId: string;
   /** The create request, kept until the container exists (creation waits for the pull with `on_start`). */
   body: Record<string, unknown> | undefined;
   created: boolean;
-  /** The exit, subscribed before start; settles when the container ends. */
-  exit: Promise<{ StatusCode: number; Error?: { Message?: string } | null }> | undefined;
+  /**
+   * The exit, subscribed before start; settles when the container ends: from the `die` event
+   * (`oomKilled` and `killed` known) or the wait endpoint, whichever comes first.
+   */
+  exit: Promise<{ StatusCode: number; Error?: { Message?: string } | null; oomKilled?: boolean; killed?: boolean }> | undefined;
   /** Set once the exit above resolved: the container is not running (removal need not stop it). */
   exited: boolean;
   /** Aborts the exit subscription (on remove, on close). */
@@ -69,6 +75,8 @@ export class RuntimeState {
    * finishes a create whose caller gave up, and a removal that ran first would leave it behind.
    */
   readonly creating = new Map<string, Set<Promise<void>>>();
+  /** The engine's `die` events, read while a started container's exit is awaited. */
+  readonly exitEvents: ExitEvents;
   closed = false;
 
   constructor(options: {
@@ -91,6 +99,7 @@ export class RuntimeState {
     this.logStallMs = options.logStallMs;
     this.logBufferBytes = options.logBufferBytes;
     this.workspacePath = options.workspacePath;
+    this.exitEvents = new ExitEvents(this.docker, this.config.workerId);
   }
 
   /**

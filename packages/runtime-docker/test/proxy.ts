@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,30 @@ export class EngineProxy {
     this.#answers.push({ pattern, status, body });
   }
 
+  readonly #withheld: Array<Withheld & { pattern: RegExp }> = [];
+
+  /**
+   * From now on, the engine's answers to requests whose request line matches `pattern` get their
+   * head through and their body held back until {@link releaseAnswers}: an engine slow to answer
+   * (the wait endpoint answers its head at once and its body at the container's end).
+   */
+  withholdAnswers(pattern: RegExp): void {
+    this.#withheld.push({ pattern, released: false, waiting: [] });
+  }
+
+  /** Lets every held-back answer body through, and those to come. */
+  releaseAnswers(): void {
+    for (const held of this.#withheld.splice(0)) {
+      held.released = true;
+      for (const release of held.waiting.splice(0)) release();
+    }
+  }
+
+  /** How many connections whose first request line matches `pattern` are open. */
+  openWhere(pattern: RegExp): number {
+    return [...this.#lines.values()].filter((line) => pattern.test(line)).length;
+  }
+
   /** Starts accepting connections, each piped to the engine. */
   async open(): Promise<void> {
     // Half-open as a unix socket to dockerd is: a client that ends its side (the held start's
@@ -65,7 +89,8 @@ export class EngineProxy {
           answerWhole(client, first, answer!.status, answer!.body);
           return;
         }
-        this.#pipe(client, first);
+        const withheld = this.#withheld.find((w) => w.pattern.test(line));
+        this.#pipe(client, first, withheld);
       });
       client.on('error', () => client.destroy());
     });
@@ -76,8 +101,11 @@ export class EngineProxy {
     });
   }
 
-  /** Pipes a client to a new connection to the engine, `first` (bytes already read from it) first. */
-  #pipe(client: net.Socket, first?: Buffer): void {
+  /**
+   * Pipes a client to a new connection to the engine, `first` (bytes already read from it) first.
+   * With `withheld`, the answer's body waits after its head until it is released.
+   */
+  #pipe(client: net.Socket, first?: Buffer, withheld?: Withheld): void {
     const upstream = net.connect({ path: this.#target, allowHalfOpen: true });
     for (const socket of [client, upstream]) {
       this.#sockets.add(socket);
@@ -85,7 +113,9 @@ export class EngineProxy {
       socket.on('error', () => socket.destroy());
     }
     if (first !== undefined) upstream.write(first);
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    if (withheld) withholdBody(upstream, client, withheld);
+    else upstream.pipe(client);
     client.once('close', () => upstream.destroy());
     upstream.once('close', () => client.destroy());
   }
@@ -99,6 +129,19 @@ export class EngineProxy {
       cut++;
     }
     return cut;
+  }
+
+  /**
+   * Stops listening (the socket file goes away) and keeps the open connections: what dockerd does
+   * as it shuts down, before it stops its containers (moby cmd/dockerd/daemon.go, the signal trap's
+   * `cli.stop`: api/server `HTTPServer.Close` closes the listener only).
+   */
+  async stopListening(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    // Not waiting for close's callback: it comes only once every open connection has ended.
+    server?.close();
+    for (let i = 0; i < 100 && existsSync(this.path); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   /** Resets every open connection and stops listening (the socket file goes away). */
@@ -117,6 +160,34 @@ export class EngineProxy {
     await this.cut();
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+/** Answers whose body is held back (EngineProxy.withholdAnswers) until released. */
+interface Withheld {
+  released: boolean;
+  readonly waiting: Array<() => void>;
+}
+
+/** Passes `upstream`'s answer head to `client` and holds the rest until `withheld` is released. */
+function withholdBody(upstream: net.Socket, client: net.Socket, withheld: Withheld): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    upstream.off('data', onData);
+    upstream.pause();
+    client.write(head.subarray(0, end + 4));
+    const rest = head.subarray(end + 4);
+    const release = (): void => {
+      if (rest.length > 0) client.write(rest);
+      upstream.pipe(client);
+      upstream.resume();
+    };
+    if (withheld.released) release();
+    else withheld.waiting.push(release);
+  };
+  upstream.on('data', onData);
 }
 
 /** Reads the whole request (its headers and its Content-Length or chunked body), then answers it and closes. */
