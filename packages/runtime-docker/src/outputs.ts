@@ -38,16 +38,26 @@ export async function readOutput(s: RuntimeState, ctx: Context, build: Build, co
     throw runtimeError('InvalidConfig', `${JSON.stringify(name)} is not a file name in ${OUTPUTS_PATH}`, where);
   }
   const file = `${OUTPUTS_PATH}/${name}`;
-  const found = await s.call(
-    ctx,
-    where,
-    async (signal) => {
-      const stream = await archive(s, s.nameOf(container), file, signal);
-      return readArchivedFile(stream, MAX_OUTPUT_FILE_BYTES);
-    },
-    undefined,
-    (error) => (statusOf(error) === 404 && !/no such container/i.test(engineMessage(error)) ? null : undefined),
-  );
+  const read = (through: string): Promise<Awaited<ReturnType<typeof readArchivedFile>> | undefined> =>
+    s.call(
+      ctx,
+      where,
+      async (signal) => {
+        const stream = await archive(s, through, file, signal);
+        return readArchivedFile(stream, MAX_OUTPUT_FILE_BYTES);
+      },
+      undefined,
+      (error) => (statusOf(error) === 404 && !/no such container/i.test(engineMessage(error)) ? null : undefined),
+    );
+  const running = s.containers.get(container.id)?.exited === true ? runningContainerOf(s, build) : undefined;
+  let found: Awaited<ReturnType<typeof read>>;
+  try {
+    found = await read(running ?? s.nameOf(container));
+  } catch (error) {
+    // The other container went away meanwhile (removed, or ended and removed): through the step's own.
+    if (running === undefined || ctx.signal.aborted) throw error;
+    found = await read(s.nameOf(container));
+  }
   if (found === undefined || found.kind === 'not-a-file') return undefined;
   if (found.kind === 'too-large') {
     throw runtimeError(
@@ -57,6 +67,22 @@ export async function readOutput(s: RuntimeState, ctx: Context, build: Build, co
     );
   }
   return new Uint8Array(found.data);
+}
+
+/**
+ * The name of a container of the build that this runtime started and that still runs (a step
+ * held for its turn, a service), to read the outputs volume through when the step that wrote them
+ * has just exited: every container of the build mounts the volume, and an exited container's
+ * archive waits for the engine's clean-up of its exit (moby daemon/archive.go
+ * `containerArchivePath` takes the container's lock, which daemon/monitor.go `handleContainerExit`
+ * holds while it releases the network endpoint and the mounts; ~50 ms here), the time the exit
+ * from the `die` event saves (exit-events.ts).
+ */
+function runningContainerOf(s: RuntimeState, build: Build): string | undefined {
+  for (const record of s.containers.values()) {
+    if (record.buildId === build.id && record.exit !== undefined && !record.exited && record.mountsOutputs) return record.name;
+  }
+  return undefined;
 }
 
 function archive(s: RuntimeState, name: string, file: string, signal: AbortSignal): Promise<Readable> {

@@ -33,6 +33,8 @@ export interface ContainerRecord {
   readonly buildId: string;
   /** The create request, kept until the container exists (creation waits for the pull with `on_start`). */
   body: Record<string, unknown> | undefined;
+  /** Whether the container mounts the build's outputs volume (set up after setupOutputs). */
+  readonly mountsOutputs: boolean;
   created: boolean;
   /**
    * The exit, subscribed before start; settles when the container ends: from the `die` event

@@ -50,6 +50,8 @@ const STEPS = Number(process.env.BENCH_STEPS ?? 10);
 const BUILDS = Number(process.env.BENCH_BUILDS ?? 2);
 /** How long each step runs (`sleep`), in seconds: 0 (quick steps) by default. */
 const STEP_SECONDS = Number(process.env.BENCH_STEP_SECONDS ?? 0);
+/** BENCH_OUTPUTS=1: outputs on, as `berth exec` runs a build (each step's outputs read after it). */
+const OUTPUTS = process.env.BENCH_OUTPUTS === '1';
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
 const CONTAINERD_LOG = process.env.BERTH_KUBE_CONTAINERD_LOG ?? '/var/lib/berth-kube/logs/containerd.log';
@@ -239,6 +241,7 @@ async function measure(name: string): Promise<Transition[]> {
           reporter: recorder(steps),
           logs: { flushIntervalMs: 0 },
           logStreamingGraceMs: 5_000,
+          outputs: OUTPUTS,
         });
         if (result.status !== 'success')
           throw new Error(`${name}: build ${n} ended ${result.status}: ${result.build.error ?? result.steps.map((s) => s.error).join('; ')}`);
@@ -372,7 +375,7 @@ for (const name of RUNTIMES) results.set(name, await measure(name));
 
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(
-  `\nPer-step overhead: builds of ${STEPS} ${STEP_SECONDS > 0 ? `${STEP_SECONDS} s` : 'quick'} steps through the executor, ${BUILDS} builds per runtime, ms p50 / p95 (load average ${load})\n`,
+  `\nPer-step overhead: builds of ${STEPS} ${STEP_SECONDS > 0 ? `${STEP_SECONDS} s` : 'quick'} steps through the executor${OUTPUTS ? ' with outputs' : ''}, ${BUILDS} builds per runtime, ms p50 / p95 (load average ${load})\n`,
 );
 console.log("| runtime | transitions | exit → next step's first log chunk | reported finished → next first chunk | goal |");
 console.log('| --- | ---: | ---: | ---: | --- |');
