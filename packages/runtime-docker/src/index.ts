@@ -106,5 +106,13 @@ async function createDockerRuntime(ctx: Context, config: RuntimeConfig, options:
     connection.close();
     throw error;
   }
-  return new DockerRuntime(connection, config, allowlist, options, options.stopGraceMs, options.logStallMs, options.logBufferBytes);
+  return new DockerRuntime({
+    connection,
+    config,
+    allowlist,
+    limits: options,
+    stopGraceMs: options.stopGraceMs,
+    logStallMs: options.logStallMs,
+    logBufferBytes: options.logBufferBytes,
+  });
 }

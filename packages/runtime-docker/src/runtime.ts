@@ -36,23 +36,26 @@ export class DockerRuntime implements Runtime {
   readonly setupWhileRunning = true;
   readonly #s: RuntimeState;
 
-  constructor(
-    connection: EngineConnection,
-    config: RuntimeConfig,
-    allowlist: readonly AllowedVolume[],
-    limits: ContainerLimits,
-    stopGraceMs: number | undefined,
-    logStallMs: number = DEFAULT_LOG_STALL_MS,
-    logBufferBytes: number = DEFAULT_LOG_BUFFER_BYTES,
-  ) {
+  /** Made by {@link dockerRuntime}'s `create`, once the engine answered its ping. */
+  constructor(options: {
+    connection: EngineConnection;
+    config: RuntimeConfig;
+    allowlist: readonly AllowedVolume[];
+    limits: ContainerLimits;
+    /** Unless `config.stopGraceMs` says it; default {@link DEFAULT_STOP_GRACE_MS}. */
+    stopGraceMs?: number | undefined;
+    logStallMs?: number | undefined;
+    logBufferBytes?: number | undefined;
+  }) {
+    const { config } = options;
     this.#s = new RuntimeState({
-      connection,
+      connection: options.connection,
       config,
-      allowlist,
-      limits,
-      stopGraceMs: config.stopGraceMs ?? stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
-      logStallMs,
-      logBufferBytes,
+      allowlist: options.allowlist,
+      limits: options.limits,
+      stopGraceMs: config.stopGraceMs ?? options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+      logStallMs: options.logStallMs ?? DEFAULT_LOG_STALL_MS,
+      logBufferBytes: options.logBufferBytes ?? DEFAULT_LOG_BUFFER_BYTES,
       workspacePath: config.workspacePath || DEFAULT_WORKSPACE_PATH,
     });
   }
