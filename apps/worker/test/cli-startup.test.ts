@@ -137,6 +137,15 @@ async function startCommandLine(extraEnv: Record<string, string> = {}, nodeArgs:
   );
 }
 
+/** Runs `berth start` until its runtime is ready; returns the malloc settings (MALLOC_*, GLIBC_TUNABLES) in its process's environment then. */
+async function startMallocEnv(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Record<string, string>> {
+  return whileStarted({ nodeArgs, env: extraEnv, ready: (stderr) => stderr.includes('"msg":"runtime ready"') }, async (pid) => {
+    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+    const malloc = environ.filter((e) => e.startsWith('MALLOC_') || e.startsWith('GLIBC_TUNABLES='));
+    return Object.fromEntries(malloc.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  });
+}
+
 /** `berth --build-info`: `compiled: …` or `source: <why>`. */
 async function buildInfo(env: Record<string, string> = {}): Promise<string> {
   return (await run(process.execPath, [BIN, '--build-info'], { env: { ...process.env, ...env } })).stdout.trim();
@@ -284,6 +293,19 @@ describe('berth start-up, per command', () => {
     expect(maglev).toEqual([process.execPath, '--maglev', '--turbo-filter=~', '--invocation-count-for-feedback-allocation=100', ...idle, BIN, 'start']);
     const count = await startCommandLine({ NODE_OPTIONS: '--max-semi-space-size=2' }, ['--invocation-count-for-feedback-allocation=8']);
     expect(count).toEqual([process.execPath, '--invocation-count-for-feedback-allocation=8', '--turbo-filter=~', '--no-maglev', ...idle, BIN, 'start']);
+  }, 90_000);
+
+  it("start runs with glibc's malloc set to one arena and trimming at once, each setting unless set already", async () => {
+    const ours = { MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_TOP_PAD_: '0' };
+    expect(await startMallocEnv()).toEqual(ours);
+    expect(await startMallocEnv({ MALLOC_ARENA_MAX: '4' })).toEqual({ ...ours, MALLOC_ARENA_MAX: '4' });
+    // Node given every V8 setting itself: the process still starts again, for the environment.
+    const v8 = ['--max-semi-space-size=1', '--turbo-filter=~', '--no-maglev', '--invocation-count-for-feedback-allocation=100'];
+    const idle = ['--bytecode-old-age=3', '--flush-baseline-code', '--expose-gc-as=__berthCollectGarbage'];
+    expect(await startMallocEnv({}, [...v8, ...idle])).toEqual(ours);
+    // malloc's settings given as tunables: none added beside them.
+    const tunables = { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' };
+    expect(await startMallocEnv(tunables)).toEqual(tunables);
   }, 90_000);
 
   it('start on docker does not load the Kubernetes runtime or its client, nor fetch', async () => {

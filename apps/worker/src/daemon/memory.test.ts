@@ -39,7 +39,23 @@ globalThis.${EXPOSED_GC} = (options) => { calls++; real(options); };
 collectGarbageNow(); collectGarbageNow();
 process.stdout.write(JSON.stringify({ calls, vm: process.moduleLoadList.includes('NativeModule vm'), gc: 'gc' in globalThis }));`;
     const { stdout } = await run(process.execPath, [`--expose-gc-as=${EXPOSED_GC}`, '--input-type=module', '-e', script]);
-    expect(JSON.parse(stdout)).toEqual({ calls: 2, vm: false, gc: false });
+    expect(JSON.parse(stdout)).toEqual({ calls: 4, vm: false, gc: false });
+  });
+
+  it('drops the code of what ran just before it, with the code age `berth start` sets (one collection would not)', async () => {
+    expect(readFileSync(new URL('../../bin/berth.js', import.meta.url), 'utf8')).toContain(`'--bytecode-old-age=3'`);
+    // V8's %GetOptimizationStatus: bit 18 (kIsLazy) is set when the function has no bytecode.
+    const script = `import { collectGarbageNow } from ${JSON.stringify(new URL('./memory.ts', import.meta.url).href)};
+function build(items) { return items.map((i) => i * 2).join(','); }
+build([1, 2, 3]);
+const lazy = () => (%GetOptimizationStatus(build) & (1 << 18)) !== 0;
+const before = lazy();
+await new Promise((resolve) => setTimeout(resolve, 10));
+collectGarbageNow();
+process.stdout.write(JSON.stringify({ before, after: lazy() }));`;
+    const flags = ['--allow-natives-syntax', '--bytecode-old-age=3', '--flush-baseline-code', `--expose-gc-as=${EXPOSED_GC}`];
+    const { stdout } = await run(process.execPath, [...flags, '--input-type=module', '-e', script]);
+    expect(JSON.parse(stdout)).toEqual({ before: false, after: true });
   });
 });
 

@@ -3,9 +3,10 @@
  * young generation at its largest (two 16 MB semi-spaces: everything loaded at start-up survives
  * the scavenges that grow it), and V8 shrinks it only in a memory-reducing collection, which an
  * idle worker polling its queue does not trigger by itself. So once the worker is up, and again
- * each time its last running build ends, it runs one such collection (~20-50 ms, while idle):
- * ~15-30 MB less resident memory for an idle worker (tools/bench startup), and a young generation
- * that grows back only as far as the next builds need (~4 MB for a 256 MiB log).
+ * each time its last running build ends, it runs such a collection, twice (~20-50 ms each, while
+ * idle): ~15-30 MB less resident memory for an idle worker (tools/bench startup), a young
+ * generation that grows back only as far as the next builds need (~4 MB for a 256 MiB log), and
+ * the code only the last build ran dropped (below).
  */
 import type { Logger } from 'pino';
 
@@ -20,11 +21,21 @@ export const EXPOSED_GC = '__berthCollectGarbage';
 let collect: Collect | undefined;
 
 /**
+ * How many of V8's "last resort" collections {@link collectGarbageNow} runs. Each is two full
+ * collections (V8: Heap::CollectAllAvailableGarbage, at least two attempts), and `berth start`
+ * has V8 drop the code not run for 3 of them (`--bytecode-old-age=3`, bin/berth.js): one leaves
+ * the code the last build ran in the heap until later collections age it, two drop it (an idle
+ * worker after five builds: ~0.8 MB less, tools/bench worker-memory).
+ */
+const IDLE_COLLECTIONS = 2;
+
+/**
  * A full, memory-reducing garbage collection now (V8's "last resort" collection, which also
- * shrinks the young generation). Node offers it only behind `--expose-gc`: `berth start` is run
- * with it exposed under {@link EXPOSED_GC}; elsewhere (tests, the daemon run in-process) the flag
- * is turned on for the moment it takes to fetch the function from a new context, so `gc` never
- * appears as a global. (That context, node:vm and node:v8 cost ~0.6 MB of an idle worker.)
+ * shrinks the young generation), {@link IDLE_COLLECTIONS} times. Node offers it only behind
+ * `--expose-gc`: `berth start` is run with it exposed under {@link EXPOSED_GC}; elsewhere (tests,
+ * the daemon run in-process) the flag is turned on for the moment it takes to fetch the function
+ * from a new context, so `gc` never appears as a global. (That context, node:vm and node:v8 cost
+ * ~0.6 MB of an idle worker.)
  */
 export function collectGarbageNow(): void {
   if (collect === undefined) {
@@ -37,7 +48,7 @@ export function collectGarbageNow(): void {
       v8.setFlagsFromString('--no-expose-gc');
     }
   }
-  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  for (let i = 0; i < IDLE_COLLECTIONS; i++) collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 /** Runs {@link collectGarbageNow} shortly after being asked, if the worker is idle by then. */
