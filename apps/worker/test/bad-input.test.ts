@@ -1,10 +1,10 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'berth-bad-input-'));
+const dir = tempDir('berth-bad-input-');
 function file(name: string, text: string): string {
   const p = path.join(dir, name);
   writeFileSync(p, text);

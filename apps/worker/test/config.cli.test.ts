@@ -1,7 +1,7 @@
 // One settings table for `berth start` and `berth exec`: --config files, one duration syntax,
 // container limits, shared names, grouped help, and a durable state directory.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,9 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { defaultStateDir } from '../src/config/state-dir.ts';
 import { readStartConfig } from '../src/vela/config.ts';
 import { runCli } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 const BASE = { VELA_SERVER_ADDR: 'http://vela.example:8080', VELA_SERVER_SECRET: 's3cret' };
-const tmp = (): string => mkdtempSync(path.join(tmpdir(), 'berth-config-'));
+const tmp = (): string => tempDir('berth-config-');
 
 /** `berth <command> … --check-config`, each line as `flag → "value (source)"`. */
 async function resolved(args: string[], env: Record<string, string> = {}, cwd?: string) {

@@ -1,15 +1,13 @@
 // Helpers of the daemon tests: an in-process `berth start` against vela-sim, real Redis and Docker.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { compilePipeline, marshalBuild } from '@berth/pipeline';
 import { VelaSim } from '@berth/vela-sim';
 import { daemonLogger, parseStartConfig } from '../src/commands/start.ts';
 import { Daemon, type DaemonOptions } from '../src/daemon/daemon.ts';
 import type { Io } from '../src/io.ts';
+import { tempDir } from './temp-dir.ts';
 
 export const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
@@ -49,7 +47,7 @@ export function workerEnv(sim: VelaSim, hostname: string, route: string, extra: 
     BERTH_LISTEN: '127.0.0.1:0',
     BERTH_STOP_GRACE: '2s',
     BERTH_SERVER_TIMEOUT: '5s',
-    BERTH_STATE_DIR: mkdtempSync(path.join(tmpdir(), 'berth-state-')),
+    BERTH_STATE_DIR: tempDir('berth-state-'),
     ...extra,
   };
 }

@@ -2,16 +2,16 @@
 // server.cert-key and server.tls-min-version (go-vela/worker cmd/vela-worker/server.go, which
 // ListenAndServeTLS with tls.Config MinVersion). The certificate is made by openssl here.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type WorkerHandle, startWorker, uniqueRoute, waitFor } from './daemon-harness.ts';
+import { tempDir } from './temp-dir.ts';
 
 let sim: VelaSim;
-const dir = mkdtempSync(path.join(tmpdir(), 'berth-tls-'));
+const dir = tempDir('berth-tls-');
 const certFile = path.join(dir, 'cert.pem');
 const keyFile = path.join(dir, 'key.pem');
 let cert: Buffer;

@@ -2,12 +2,12 @@
 // test double whose pods run in Docker), compared with the same example on Docker (issue 14): the
 // build succeeds, leaves no pod, and takes no more than a few seconds longer than on Docker.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeSimPodNames, type ProcessRun, spawnBerth } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 const EXAMPLES = path.join(import.meta.dirname, '../../../examples');
 const PAUSE = process.env.BERTH_PAUSE_IMAGE ?? 'berth/pause:1';
@@ -76,7 +76,7 @@ describe('every example with berth exec --runtime kubernetes (against kube-sim) 
   it.each(examples)('%s: succeeds (or is refused as REFUSED says), leaves no pod, and takes at most a few seconds longer than on Docker', async (file) => {
     // Each run gets a copy in a directory of its own: on Docker the current directory is the workspace.
     const copy = (): string => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'berth-k8s-example-'));
+      const dir = tempDir('berth-k8s-example-');
       copyFileSync(path.join(EXAMPLES, file), path.join(dir, file));
       return dir;
     };

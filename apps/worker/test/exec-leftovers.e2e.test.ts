@@ -1,11 +1,11 @@
 // End to end: a real `berth exec` killed with SIGKILL mid-step, and the runs after it (issue 25 item 6).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { execHost, execWorkerId, parseExecWorkerId } from '../src/exec-leftovers.ts';
 import { spawnBerth } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
@@ -16,7 +16,7 @@ const HOST = `leftovers-test-${process.pid}`;
 const buildNumber = (): string => `${process.pid % 100000}${Math.floor(Math.random() * 1000)}`;
 
 function workspace(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'berth-leftovers-'));
+  const dir = tempDir('berth-leftovers-');
   writeFileSync(
     path.join(dir, '.vela.yml'),
     [

@@ -1,9 +1,9 @@
 // End to end: templates and eval rulesets in `berth exec` on the real Docker engine.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ProcessRun, spawnBerth } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 const IMAGE = process.env.BERTH_BUSYBOX_IMAGE ?? 'berth/busybox:1.35';
 
@@ -13,7 +13,7 @@ function berth(args: string[], cwd: string): Promise<ProcessRun> {
 
 describe('berth exec with templates and eval rulesets', { timeout: 120_000 }, () => {
   it('expands a type: file template with vars and drops the steps whose eval is false for the event', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'berth-e2e-tmpl-'));
+    const dir = tempDir('berth-e2e-tmpl-');
     mkdirSync(path.join(dir, 'templates'));
     writeFileSync(
       path.join(dir, 'templates', 'greet.yml'),

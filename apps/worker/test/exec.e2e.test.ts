@@ -1,9 +1,9 @@
 // End to end: the real `berth` process on the real Docker engine.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.ts';
 
 let runs = 0;
 /** A build number no other test run on the shared engine uses at the same time. */
@@ -51,7 +51,7 @@ function leftovers(label: string): string[] {
 }
 
 function pipeline(text: string): { dir: string; file: string } {
-  const dir = mkdtempSync(path.join(tmpdir(), 'berth-e2e-'));
+  const dir = tempDir('berth-e2e-');
   const file = path.join(dir, '.vela.yml');
   writeFileSync(file, text);
   return { dir, file };

@@ -1,11 +1,11 @@
 // `berth exec --runtime kubernetes` end to end: the real `berth` process against kube-sim, the
 // Kubernetes API test double whose pods run in Docker (no cluster can run here).
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type KubeSim, startKubeSim } from '@berth/kube-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeSimPodNames, type ProcessRun, spawnBerth } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 let runs = 0;
 /** A build number no other test run on the shared engine uses at the same time. */
@@ -49,7 +49,7 @@ describe('berth exec --runtime kubernetes (against kube-sim)', { timeout: 180_00
   });
 
   it('exits 1 with the failing step named', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'berth-k8s-exec-'));
+    const dir = tempDir('berth-k8s-exec-');
     writeFileSync(path.join(dir, '.vela.yml'), `version: "1"\nsteps:\n  - name: broken\n    image: ${IMAGE}\n    pull: never\n    commands: [exit 7]\n`);
     const run = await berth([], dir);
     expect(run.code).toBe(1);

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRuntime } from '../src/plugins/load.ts';
 import { type ProcessRun, runCli, spawnBerth } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 const FIXTURES = path.join(import.meta.dirname, 'fixtures/plugins');
 const HELLO = path.join(import.meta.dirname, '../../../examples/hello.yml');
@@ -158,9 +159,13 @@ export default {
   });
 });
 
-/** Runs the real `berth` process in `cwd`. */
+/**
+ * Runs the real `berth` process in `cwd`, with a TMPDIR of its own (removed after the file): the
+ * host runtime, which these runs use (the shell plugin delegates to it), keeps its builds under
+ * `<tmpdir>/berth-host` and a directory per worker there after the builds are gone.
+ */
 function berth(args: string[], cwd: string): Promise<ProcessRun> {
-  return spawnBerth(args, cwd);
+  return spawnBerth(args, cwd, { TMPDIR: tempDir('berth-plugins-tmp-') });
 }
 
 describe('berth runtimes verify', () => {

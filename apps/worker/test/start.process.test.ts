@@ -2,12 +2,11 @@
 // SIGKILL mid-build followed by a restart that reaps what was left.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { VelaSim } from '@berth/vela-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE, executable, labelled, uniqueRoute, waitFor, workerEnv } from './daemon-harness.ts';
+import { tempDir } from './temp-dir.ts';
 
 const BERTH = path.join(import.meta.dirname, '../bin/berth.js');
 
@@ -133,7 +132,7 @@ describe('berth start as a process', { timeout: 110_000 }, () => {
   it('SIGKILL mid-build, restart: containers reaped, the lost build reported as errored (registration by POST /register, no secret)', async () => {
     const route = uniqueRoute('reap');
     const host = `reap-${randomUUID().slice(0, 6)}`;
-    const stateDir = mkdtempSync(path.join(tmpdir(), 'berth-reap-'));
+    const stateDir = tempDir('berth-reap-');
     const env = workerEnv(sim, host, route, { VELA_SERVER_SECRET: '', BERTH_STATE_DIR: stateDir });
     const register = async (p: Proc): Promise<void> => {
       const res = await fetch(`${await p.url}/register`, { method: 'POST', headers: { authorization: `Bearer ${sim.registrationToken(host)}` } });

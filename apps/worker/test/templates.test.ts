@@ -1,14 +1,14 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.ts';
+import { tempDir } from './temp-dir.ts';
 
 // Templates in local runs, as `vela exec`/`vela validate` resolve them (go-vela/cli
 // action/pipeline/validate_test.go: --template-file NAME:PATH; type: file next to the pipeline).
-const dir = mkdtempSync(path.join(tmpdir(), 'berth-templates-'));
+const dir = tempDir('berth-templates-');
 mkdirSync(path.join(dir, 'ci', 'templates'), { recursive: true });
 writeFileSync(
   path.join(dir, 'ci', 'templates', 'go.yml'),

@@ -3,7 +3,8 @@
 // compared: exit codes, logs, error kinds and the gist of their messages. The real cluster is the
 // judge; a difference is kube-sim's to fix (each rule it follows cites the kubelet or API server
 // code: see tools/kube-sim/README.md).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,12 +49,10 @@ interface Scenario {
 const step = (build: Build, name: string, number: number, script: string[], fields: Partial<Container> = {}): Container =>
   conformanceStep(build, name, number, { image: BUSYBOX, script, ...fields });
 
-const dir = mkdtempSync(path.join(tmpdir(), 'berth-diff-'));
+// Written by beforeAll and removed by afterAll: without a cluster every case is skipped, and the
+// file's hooks with them.
+const dir = path.join(tmpdir(), `berth-diff-${randomUUID()}`);
 const unschedulableTemplate = path.join(dir, 'unschedulable.yml');
-writeFileSync(
-  unschedulableTemplate,
-  'apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: { name: nowhere }\nspec:\n  template:\n    spec:\n      nodeSelector: { berth.dev/pool: nowhere }\n',
-);
 
 const SCENARIOS: Scenario[] = [
   {
@@ -122,6 +121,11 @@ async function runtimeFor(target: 'kube-sim' | 'real cluster', options: Kubernet
 }
 
 beforeAll(async () => {
+  mkdirSync(dir);
+  writeFileSync(
+    unschedulableTemplate,
+    'apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: { name: nowhere }\nspec:\n  template:\n    spec:\n      nodeSelector: { berth.dev/pool: nowhere }\n',
+  );
   // Rule 10 (the kubelet acting on a patch only after a relist newer than its last sync) is off by
   // default in kube-sim for speed; compared with the real kubelet, kube-sim runs as faithful as it can.
   sim = await startSim({ syncWaitsForRelist: true });
@@ -132,6 +136,7 @@ afterAll(async () => {
     await runtime.close();
   }
   await sim?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 describe.each(SCENARIOS)('differential (kube-sim against the real cluster): $name', (scenario) => {

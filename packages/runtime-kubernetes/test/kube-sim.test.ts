@@ -1,9 +1,9 @@
 // The runtime against kube-sim under faults: dropped watches, 410s, 500s, pull failures, a stalled
 // node, cancellation, and what a build leaves behind.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { background, withCancel, withTimeout } from '@berth/context';
 import { parseImageReference, type Container } from '@berth/pipeline';
 import { isRuntimeError, type RuntimeErrorCode, type RuntimeEvent } from '@berth/runtime';
@@ -252,7 +252,9 @@ describe('pod lifecycle', () => {
   it("fails a pod no node matches after the pending timeout with the scheduler's warning, listed from its events", async () => {
     // kube-sim's scheduler filter records FailedScheduling as kube-scheduler does (node-agent.ts, #unschedulable);
     // the warning reaches the runtime only by the events list before the pending timeout fails the build.
-    const template = path.join(mkdtempSync(path.join(tmpdir(), 'berth-pending-')), 'unschedulable.yml');
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-pending-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const template = path.join(dir, 'unschedulable.yml');
     writeFileSync(
       template,
       'apiVersion: go-vela.github.io/v1alpha1\nkind: PipelinePodsTemplate\nmetadata: { name: nowhere }\nspec:\n  template:\n    spec:\n      nodeSelector: { berth.dev/pool: nowhere }\n',

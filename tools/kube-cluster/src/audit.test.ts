@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { readAudit } from './audit.ts';
 
 const line = (auditID: string, stage: string, verb: string, at: string): string =>
@@ -9,6 +9,7 @@ const line = (auditID: string, stage: string, verb: string, at: string): string 
 
 describe('readAudit', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-audit-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'audit.log');
   writeFileSync(
     file,

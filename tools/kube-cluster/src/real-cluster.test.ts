@@ -1,11 +1,12 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { realCluster } from './real-cluster.ts';
 
 describe('realCluster', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-kube-cluster-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'berth.kubeconfig');
   writeFileSync(file, 'apiVersion: v1\nkind: Config\n');
 

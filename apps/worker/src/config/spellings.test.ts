@@ -3,8 +3,7 @@
 // (command_parse.go: -name or --name, value after = or as the next argument), the log level and
 // format spellings of cmd/vela-worker/run.go, the cli.File /vela fallbacks, Go's ParseBool,
 // ParseInt(base 0) and ParseDuration, and the .env file of github.com/joho/godotenv/autoload.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../test/run-cli.ts';
@@ -15,6 +14,7 @@ import { normalizeArgs } from './options.ts';
 import { ConfigError } from './resolve.ts';
 import { type SettingName, SETTINGS, spellingsOf } from './table.ts';
 import { parseGoInt } from './values.ts';
+import { tempDir } from '../../test/temp-dir.ts';
 
 const BASE = { VELA_SERVER_ADDR: 'http://vela.example:8080', VELA_SERVER_SECRET: 'x' };
 
@@ -272,7 +272,7 @@ describe('.env (godotenv autoload)', () => {
   });
 
   it('berth start loads .env from its working directory; the environment wins', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'berth-dotenv-'));
+    const dir = tempDir('berth-dotenv-');
     writeFileSync(path.join(dir, '.env'), 'VELA_BUILD_LIMIT=4\nVELA_LOG_FORMAT=t\nVELA_CHECK_IN=2m\n');
     const { code, lines } = await checkConfig([], { VELA_CHECK_IN: '3m' }, dir);
     expect(code).toBe(0);
@@ -282,7 +282,7 @@ describe('.env (godotenv autoload)', () => {
   });
 
   it('a broken .env stops berth start, naming the file', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'berth-dotenv-'));
+    const dir = tempDir('berth-dotenv-');
     writeFileSync(path.join(dir, '.env'), 'VELA_BUILD_LIMIT="4\n');
     const run = await runCli(['start'], { env: BASE, cwd: dir });
     expect(run.code).toBe(2);

@@ -1,11 +1,11 @@
 // The worker app's modules import each other without cycles (issue #15: the api.ts ↔ daemon.ts
 // circle is gone; the API sees the daemon through the WorkerApiHost interface of types.ts).
 // Type-only imports count: a cycle of types is still a cycle of concerns.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/temp-dir.ts';
 
 const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -51,7 +51,7 @@ describe('module imports of the worker app', () => {
   });
 
   it('the check finds a cycle when there is one (as api.ts ↔ daemon.ts was)', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'berth-cycle-'));
+    const dir = tempDir('berth-cycle-');
     const a = path.join(dir, 'daemon.ts');
     const b = path.join(dir, 'api.ts');
     writeFileSync(a, "import { createApi } from './api.ts';\n");
