@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
-import { access, mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -332,14 +332,17 @@ export class HostRuntime implements Runtime {
         await rm(layout.dir, { recursive: true, force: true });
         report.volumes.push(layout.dir);
       }
+      // The worker's directory itself, once empty (a kept build keeps it).
+      await rmdir(dir).catch(() => undefined);
       return report;
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     // Steps are processes of their own (like containers of an engine): they outlive the runtime
-    // object, and removeBuild or reap stops them.
-    return Promise.resolve();
+    // object, and removeBuild or reap stops them. The worker's directory goes when no build is left
+    // in it (rmdir removes only an empty one; a build still there keeps it).
+    await rmdir(workerDir(this.#root, this.#config.workerId)).catch(() => undefined);
   }
 
   // ---- internals ---------------------------------------------------------------------------

@@ -111,6 +111,26 @@ describe('hostRuntime', () => {
     }
   });
 
+  it('leaves no directory of the worker once its builds are removed and it is closed, or reaped', async () => {
+    const rt = await create();
+    const build = conformanceBuild();
+    const step = conformanceStep(build, 'one', 1, { image: 'ignored', script: ['true'] });
+    build.steps = [step];
+    await setupBuildResources(background(), rt, build);
+    await runToCompletion(rt, build, step);
+    await teardownBuild(background(), rt, build);
+    await rt.close();
+    runtime = undefined;
+    expect(await readdir(root)).toEqual([]);
+
+    const other = await create();
+    const left = conformanceBuild();
+    await setupBuildResources(background(), other, left);
+    expect(await readdir(root)).toEqual(['host-test']);
+    await other.reap(background(), 'host-test');
+    expect(await readdir(root)).toEqual([]);
+  });
+
   it('reports a program missing on the host as ContainerFailed naming it', async () => {
     const rt = await create();
     const build = conformanceBuild();
