@@ -16,9 +16,13 @@
  *
  * The wait stays subscribed and decides whatever the events do not tell in time: the exit is
  * whichever answers first. So the stream may be missing (a proxy that refuses it, an engine
- * restarted): the wait alone is then the exit, as before. An `oom` event comes before the `die`
- * of the same container (libcontainerd hands a container's events over in order, and
- * daemon/monitor.go `ProcessEvent` logs `oom` as it sets `OOMKilled`), and so does a `kill`
+ * restarted): the wait alone is then the exit, as before. An `oom` event of the container that
+ * comes before its `die` makes the exit `OOMKilled` (daemon/monitor.go `ProcessEvent` logs `oom`
+ * as it sets `OOMKilled`). The kernel's OOM notification is not ordered with the exit, though: a
+ * process killed for memory just as the container's command exits 0 can have its `oom` event after
+ * the `die` (seen once, at load 5), and is then not waited for: the step reads `Completed`, as its
+ * exit code says (an exit that is not 0, a command killed for memory itself, is confirmed with an
+ * inspect: containers.ts `waitContainer`). A `kill` event comes before the `die`
  * (daemon/kill.go `killWithSignal` logs it with the container locked, after the signal went out;
  * the exit's handling waits for that lock).
  */
@@ -68,11 +72,6 @@ export class ExitEvents {
   constructor(docker: Docker, workerId: string) {
     this.#docker = docker;
     this.#filters = { type: ['container'], event: ['die', 'oom', 'kill'], label: [`${LABELS.worker}=${labelValue(workerId)}`] };
-  }
-
-  /** Whether the events connection is open (tests: it does not outlive the exits it serves). */
-  get open(): boolean {
-    return this.#stream !== undefined;
   }
 
   /**

@@ -71,9 +71,11 @@ describe("a container's exit told by the engine's die event", () => {
   it('says OOMKilled when a process of the container was killed for memory though its command exited 0', async () => {
     const { proxy, runtime, build } = await throughProxy({ memoryBytes: 16 * 2 ** 20 });
     proxy.withholdAnswers(WAIT);
-    // dd's 64 MiB buffer is over the 16 MiB limit: the kernel kills dd, the shell exits 0. The
-    // engine's `oom` event comes before the `die` (docker inspect: OOMKilled true, ExitCode 0).
-    const hungry = shellStep(build, 'hungry', 'dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; exit 0');
+    // dd's 64 MiB buffer is over the 16 MiB limit: the kernel kills dd, the shell exits 0 a second
+    // later (docker inspect: OOMKilled true, ExitCode 0). The engine's OOM notification is not
+    // ordered with the exit (a fresh-clone run at load 5 saw the `die` of a shell that exited at
+    // once come first): the second lets the `oom` event come before the `die`.
+    const hungry = shellStep(build, 'hungry', 'dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; sleep 1; exit 0');
     await run(runtime, build, hungry);
     expect(await exitOf(runtime, hungry)).toEqual({ exitCode: 0, reason: 'OOMKilled' });
     proxy.releaseAnswers();
