@@ -249,7 +249,11 @@ export async function bundle({ input = path.join(APP, 'dist/main.js'), outDir = 
       dir: outDir,
       format: 'esm',
       sourcemap: true,
-      minify: { compress: false, mangle: false, codegen: { removeWhitespace: true } },
+      // Local names shortened (functions and classes keep theirs, for stack traces and for code
+      // that reads them): V8 holds each loaded chunk's source in the heap for as long as the
+      // process runs, 1.3 MB of it in an idle worker before, 1.0 MB now (~0.35 MB less resident).
+      // Not compressed: rewriting the code itself buys little more and changes what runs.
+      minify: { compress: false, mangle: { keepNames: true }, codegen: { removeWhitespace: true } },
       // Non-ASCII characters in strings and regular expressions are escaped: V8 holds a chunk's
       // source as one byte per character only if every character fits in Latin-1; a single "→"
       // doubles the chunk's size in the heap (the daemon's 0.55 MB chunk took 1.1 MB).

@@ -108,7 +108,7 @@ try {
       const peak = memoryOf(worker.pid).hwmMb;
       results.push({ label: form.label, idle, after, peak });
       console.log(
-        `${form.label.padEnd(34)} idle ${idle.toFixed(0)} MB, after the builds ${after.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (${atReady.toFixed(0)} MB of it by /ready); CPU over the builds ${buildsCpuMs} ms; idle after the builds: ${partsText(parts)}`,
+        `${form.label.padEnd(34)} idle ${idle.toFixed(1)} MB, after the builds ${after.toFixed(1)} MB, peak ${peak.toFixed(1)} MB (${atReady.toFixed(1)} MB of it by /ready); CPU over the builds ${buildsCpuMs} ms; idle after the builds: ${partsText(parts)}`,
       );
     } finally {
       await worker?.stop();
@@ -121,7 +121,7 @@ const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 for (const r of results) {
   const idle = Math.max(r.idle, r.after);
   console.log(
-    `${r.label}: idle ${idle.toFixed(0)} MB (goal ≤ ${IDLE_GOAL} MB, ratio ${(idle / IDLE_GOAL).toFixed(2)}: ${met(idle <= IDLE_GOAL)}), ` +
-      `peak ${r.peak.toFixed(0)} MB (goal ≤ ${PEAK_GOAL} MB, ratio ${(r.peak / PEAK_GOAL).toFixed(2)}: ${met(r.peak <= PEAK_GOAL)})`,
+    `${r.label}: idle ${idle.toFixed(1)} MB (goal ≤ ${IDLE_GOAL} MB, ratio ${(idle / IDLE_GOAL).toFixed(2)}: ${met(idle <= IDLE_GOAL)}), ` +
+      `peak ${r.peak.toFixed(1)} MB (goal ≤ ${PEAK_GOAL} MB, ratio ${(r.peak / PEAK_GOAL).toFixed(2)}: ${met(r.peak <= PEAK_GOAL)})`,
   );
 }

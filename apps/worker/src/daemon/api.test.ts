@@ -64,6 +64,30 @@ describe('the worker API over node:http', () => {
     expect((await call(port, 'GET', '/health')).body).toBe('"ok"');
   });
 
+  it('sends one Date header, of the current second, on every answer (http-date.ts formats it, not node:http)', async () => {
+    const { port } = await started();
+    for (const [method, path] of [
+      ['GET', '/health'],
+      ['GET', '/nowhere'],
+      ['GET', '/api/v1/executors'],
+    ] as const) {
+      const before = Math.floor(Date.now() / 1000) * 1000;
+      const raw = await new Promise<string[]>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method, path }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.rawHeaders));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      const dates = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]?.toLowerCase() === 'date');
+      expect(dates, `${method} ${path}`).toHaveLength(1);
+      expect(dates[0]).toMatch(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+      expect(Date.parse(dates[0]!)).toBeGreaterThanOrEqual(before);
+      expect(Date.parse(dates[0]!)).toBeLessThanOrEqual(Date.now());
+    }
+  });
+
   it('refuses a body over 64 KiB with 413, and takes a small one on POST /register', async () => {
     const { port } = await started();
     const big = await call(port, 'POST', '/register', { body: Buffer.alloc(65 * 1024, 'x') });

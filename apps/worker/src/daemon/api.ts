@@ -9,6 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { arch, platform } from 'node:os';
 import FindMyWay from 'find-my-way';
 import { probeRuntime } from '../runtimes.ts';
+import { httpDateNow } from './http-date.ts';
 import type { SlotEntry, WorkerApiHost } from './types.ts';
 import { errText } from './util.ts';
 
@@ -179,6 +180,8 @@ export function createApi(daemon: WorkerApiHost, options: { tls?: ApiTls } = {})
   api(['POST'], '/shutdown', (_req, res) => json(res, 501, 'This endpoint is not yet implemented'));
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    // Set here, node:http does not add its own (http-date.ts: why).
+    res.setHeader('date', httpDateNow());
     void (async () => {
       try {
         if (!(await drainBody(req, res))) return;
