@@ -41,7 +41,7 @@ function expectedYesHash(pattern: string, total: number): string {
   return hash.digest('hex');
 }
 
-/** The cases of the `logs` group: order, completeness, tails after the exit, 50 MiB, cancellation. */
+/** The cases of the `logs` group: order, completeness, tails after the exit, a large log, cancellation. */
 export function logsCases(): ConformanceCase[] {
   return [
     logsCase(
@@ -79,7 +79,7 @@ export function logsCases(): ConformanceCase[] {
     },
     {
       group: 'logs',
-      name: 'delivers 50 MiB of output completely and in order while the reader holds little memory',
+      name: 'delivers a large log (largeLogBytes, 50 MiB by default) completely and in order while the reader holds little memory',
       capabilities: ['largeLogs'],
       tools: ['yes', 'head'],
       liveTail: true,
