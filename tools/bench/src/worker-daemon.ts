@@ -18,7 +18,8 @@ const BERTH = path.join(ROOT, 'apps/worker/bin/berth.js');
 
 /** How the worker runs: Berth's command or image, or an upstream go-vela/worker binary built elsewhere (`vela-worker`). */
 export type WorkerForm =
-  | { kind: 'command'; label: string; env: Record<string, string>; nodeArgs?: string[] }
+  /** `judged: false`: a form operators do not get (from source, V8's settings changed), printed beside the others, not judged against the goals. */
+  | { kind: 'command'; label: string; env: Record<string, string>; nodeArgs?: string[]; judged?: false }
   | { kind: 'image'; label: string; image: string }
   | { kind: 'vela-worker'; label: string; bin: string };
 
@@ -47,17 +48,20 @@ export function workerForms(only = process.env.BENCH_FORMS): WorkerForm[] {
   const unit = /^Environment=NODE_OPTIONS=(.*)$/m.exec(readFileSync(path.join(ROOT, 'apps/worker/deploy/systemd/berth-worker.service'), 'utf8'))?.[1];
   if (want.has('unit') && unit !== undefined)
     forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, systemd unit)`, env: { NODE_OPTIONS: unit } });
-  if (want.has('source') && !info.startsWith('source')) forms.push({ kind: 'command', label: 'berth start (source)', env: { BERTH_FROM_SOURCE: '1' } });
+  if (want.has('source') && !info.startsWith('source'))
+    forms.push({ kind: 'command', label: 'berth start (source)', env: { BERTH_FROM_SOURCE: '1' }, judged: false });
   // On request only: the command with V8's settings that `berth start` changes: Maglev and
   // feedback after 8 calls (TurboFan still off, as session 10 left it), or V8's defaults.
   const v8Defaults = ['--maglev', '--invocation-count-for-feedback-allocation=8'];
-  if (want.has('maglev')) forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, Maglev on)`, env: {}, nodeArgs: v8Defaults });
+  if (want.has('maglev'))
+    forms.push({ kind: 'command', label: `berth start (${info.split(':')[0]}, Maglev on)`, env: {}, nodeArgs: v8Defaults, judged: false });
   if (want.has('turbofan'))
     forms.push({
       kind: 'command',
       label: `berth start (${info.split(':')[0]}, V8's compilers as by default)`,
       env: {},
       nodeArgs: ['--turbo-filter=*', ...v8Defaults],
+      judged: false,
     });
   const image = process.env.BERTH_WORKER_IMAGE ?? 'berth/worker:dev';
   if (want.has('image') && spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0)
