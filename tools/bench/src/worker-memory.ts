@@ -123,7 +123,7 @@ const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 for (const r of results) {
   const idle = Math.max(r.idle, r.after);
   if (!r.judged) {
-    console.log(`${r.label}: idle ${idle.toFixed(1)} MB, peak ${r.peak.toFixed(1)} MB (for comparison: not the worker as shipped, not judged)`);
+    console.log(`${r.label}: idle ${idle.toFixed(1)} MB, peak ${r.peak.toFixed(1)} MB (for comparison, not judged: not the worker as shipped)`);
     continue;
   }
   console.log(
