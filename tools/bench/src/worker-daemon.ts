@@ -106,6 +106,25 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address !== null ? address.port : 0;
 }
 
+/**
+ * Ways to stop, at once, the workers still running should the bench be interrupted (Ctrl-C, a
+ * kill): `finally` blocks do not run then, and an image's container (`docker run` left behind
+ * by its CLI) would keep running after the bench.
+ */
+const stopOnInterrupt = new Set<() => void>();
+
+function registerForInterrupt(stopNow: () => void): () => void {
+  if (stopOnInterrupt.size === 0 && process.listenerCount('SIGTERM') === 0)
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+      process.once(signal, () => {
+        for (const stop of stopOnInterrupt) stop();
+        // The handler is gone: the signal now ends the process as it would have.
+        process.kill(process.pid, signal);
+      });
+  stopOnInterrupt.add(stopNow);
+  return () => stopOnInterrupt.delete(stopNow);
+}
+
 /** Starts a worker of `form` against `sim` and waits until its /ready answers 200. */
 export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Record<string, string> = {}): Promise<BenchWorker> {
   const hostname = `bench-${process.pid}-${Math.floor(Math.random() * 1e6)}`;
@@ -150,6 +169,11 @@ export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Reco
     for (const [k, v] of Object.entries(env)) args.push('-e', `${k}=${v}`);
     child = spawn('docker', [...args, form.image, 'start'], { stdio: ['ignore', 'ignore', 'pipe'] });
   }
+  const forget = registerForInterrupt(() => {
+    if (container) spawnSync('docker', ['rm', '-f', container], { stdio: 'ignore' });
+    else child.kill('SIGKILL');
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  });
   let stderr = '';
   child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${form.label} exited ${code}: ${stderr.slice(-800)}`))));
@@ -163,6 +187,7 @@ export async function startWorker(sim: VelaSim, form: WorkerForm, extraEnv: Reco
       await gone;
     }
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    forget();
   };
   try {
     const until = performance.now() + 60_000;
