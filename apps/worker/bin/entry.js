@@ -42,7 +42,7 @@ export function chooseEntry({ appDir: given, inWorkspace, env }) {
     }
   }
   // The reason is formatted only when read (`berth --build-info`): V8 reads the host's time zone
-  // names for the first Date formatted in a process, even in UTC (~0.7 MB of ICU's data and code).
+  // names for the first Date formatted in a process, even in UTC (~1.2 MB of ICU's data and code).
   const builtMs = statSync(stamp).mtimeMs;
   return {
     mode: 'compiled',
