@@ -18,23 +18,18 @@ if (cluster.skip === undefined) {
       skip: {
         // As go-vela/worker runtime/kubernetes/container.go PollOutputsContainer (a no-op): a pod's containers are fixed when it is created.
         outputs: 'the kubernetes runtime does not offer outputs: the environment of a pod container cannot change after the pod is created',
+        // What no client of this cluster can get, and the case cannot tell from Berth's loss: the
+        // kubelet serves only a container's current log file (a 12 MiB log whose step then slept
+        // 2 s came back empty, as one the kubelet rotated before the read began would), and containerd 1.6 drops what is still in the stdout pipe
+        // at the exit (containerd issue 7289: runs came out 40,960 and 49,152 bytes short).
+        // Large logs on this cluster are judged against the node's files instead:
+        // log-rotation-real.test.ts (50 MiB across rotations) and log-completeness-real.test.ts.
+        largeLogs:
+          "the kubelet serves only the current log file and containerd 1.6 drops the pipe's tail at the exit; judged against the node's files by log-rotation-real and log-completeness-real",
       },
       // Each pause → step swap takes the kubelet about two seconds (its pod worker acts on the
       // patch, then notices the pause container's exit): the cases' bound is doubled.
       timeouts: { case: 120_000 },
-      // The containerd under the kubelet writes the log to a file the kubelet serves; this process
-      // only reads it, as on kube-sim.
-      largeLogMemoryLimitBytes: 300_000_000,
-      // A log the kubelet rotates at most once while it is read: 12 MiB of 65-byte lines is
-      // ~19.4 MiB in the node's file (containerd's `<time> stdout F ` before each line, up to 40
-      // bytes), and the kubelet rotates a file over 10 MiB (containerLogMaxSize) every 10 s, so
-      // a second rotation would need more than 10 MiB written after the first. Two rotations
-      // behind a slow reader lose the middle file in the kubelet itself (it serves only the
-      // current file: log-rotation-real.test.ts, which judges 50 MiB logs across rotations
-      // against the node's files). With 50 MiB here, one loaded run in six came out 40,960
-      // bytes short, as a rotated file's tail lost there would. 12 MiB is still more than the
-      // 8 MiB the case's paused reader may see buffered: the backpressure check keeps its meaning.
-      largeLogBytes: 12 * 1024 * 1024,
     },
   );
 } else {
