@@ -20,8 +20,9 @@ if (cluster.skip === undefined) {
         outputs: 'the kubernetes runtime does not offer outputs: the environment of a pod container cannot change after the pod is created',
         // What no client of this cluster can get, and the case cannot tell from Berth's loss: the
         // kubelet serves only a container's current log file (a 12 MiB log whose step then slept
-        // 2 s came back empty, as one the kubelet rotated before the read began would), and containerd 1.6 drops what is still in the stdout pipe
-        // at the exit (containerd issue 7289: runs came out 40,960 and 49,152 bytes short).
+        // 2 s came back empty, as one the kubelet rotated before the read began would), and
+        // containerd 1.6 drops what is still in the stdout pipe at the exit (containerd issue
+        // 7289: runs came out 40,960 and 49,152 bytes short).
         // Large logs on this cluster are judged against the node's files instead:
         // log-rotation-real.test.ts (50 MiB across rotations) and log-completeness-real.test.ts.
         largeLogs:

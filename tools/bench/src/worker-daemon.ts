@@ -112,15 +112,18 @@ async function freePort(): Promise<number> {
  * by its CLI) would keep running after the bench.
  */
 const stopOnInterrupt = new Set<() => void>();
+let interruptHandled = false;
 
 function registerForInterrupt(stopNow: () => void): () => void {
-  if (stopOnInterrupt.size === 0 && process.listenerCount('SIGTERM') === 0)
+  if (!interruptHandled) {
+    interruptHandled = true;
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
       process.once(signal, () => {
         for (const stop of stopOnInterrupt) stop();
         // The handler is gone: the signal now ends the process as it would have.
         process.kill(process.pid, signal);
       });
+  }
   stopOnInterrupt.add(stopNow);
   return () => stopOnInterrupt.delete(stopNow);
 }
